@@ -1,0 +1,2 @@
+// Anchor for the shared precompiled <torch/torch.h>.
+#include <torch/torch.h>

@@ -1,0 +1,37 @@
+// DYNAMIX — the Communicator seam: one interface, one implementation per backend (MPI, NCCL).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace dynamix {
+
+enum class DType { kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8 };
+
+size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);
+
+// Collectives over this job's ranks. Buffers live in host memory for the MPI backend; the NCCL
+// backend takes device memory. All calls are blocking from the caller's point of view.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;  // "mpi" | "nccl"
+
+  // In-place element-wise SUM over ranks of `count` elements.
+  virtual void allreduce_sum(void* buffer, size_t count, DType dtype) = 0;
+  // In-place element-wise MAX over ranks.
+  virtual void allreduce_max(void* buffer, size_t count, DType dtype) = 0;
+  virtual void broadcast(void* buffer, size_t count, DType dtype, int root) = 0;
+  // Gathers `bytes` from every rank into `recv` (size() * bytes) on `root`; recv may be null elsewhere.
+  virtual void gather(const void* send, size_t bytes, void* recv, int root) = 0;
+  // Gathers `bytes` from every rank into `recv` (size() * bytes) on all ranks.
+  virtual void allgather(const void* send, size_t bytes, void* recv) = 0;
+  virtual void barrier() = 0;
+};
+
+}  // namespace dynamix

@@ -1,0 +1,101 @@
+// DYNAMIX — run configuration: YAML file + `--set key.sub=value` overrides, validated up front.
+// Keys and meanings: ../shared/DESIGN.md ("Outputs", "Heterogeneity emulation"). Unknown keys,
+// wrong types and impossible values raise dynamix::Error naming the key.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dynamix {
+
+struct DatasetConfig {
+  std::string name = "fashion_mnist";  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic | text
+  std::string path;                    // directory; default per dataset (fashion_mnist: /usr/share/datasets/fashion-mnist)
+};
+
+struct TrainConfig {
+  double epochs = 1;             // may be fractional; the run ends at epochs or max_steps, whichever first
+  int64_t max_steps = 0;         // 0 = no step limit
+  double lr = 0.01;              // lr0 at the initial global batch B0
+  std::string optimizer = "sgd"; // sgd | adamw
+  double momentum = 0.9;         // sgd
+  bool nesterov = false;         // sgd
+  double weight_decay = 0.0;     // sgd (L2) and adamw (decoupled)
+  std::string lr_scaling = "linear";  // linear | sqrt | none: lr(B) = lr0 * f(B / B0)
+  int64_t warmup_steps = 0;      // linear warmup from 0 to lr(B)
+  std::optional<double> target_accuracy;  // in [0, 1]; time_to_target_s is recorded when reached
+  uint64_t seed = 42;
+  int64_t eval_every = 0;        // evaluate every N steps (0 = at epoch ends and at the end only)
+};
+
+struct BatchConfig {
+  std::vector<int32_t> init = {32};  // one value (every rank) or one per rank
+  int32_t min = 1;
+  int32_t max = 1024;
+  std::string global = "fixed";      // fixed | adaptive: whether policies must keep sum b_i constant
+};
+
+struct PolicyConfig {
+  std::string name = "static";  // static | proportional | gns | dynamix
+  int64_t window = 20;          // decision window in steps
+  std::string checkpoint;       // saved policy to load (dynamix)
+  bool learn = true;            // online learning (dynamix)
+};
+
+struct HeteroEvent {
+  int64_t at_step = 0;
+  int32_t rank = 0;
+  std::optional<double> slowdown;        // new compute slowdown factor (>= 1)
+  std::optional<double> bandwidth_mbps;  // new link cap (0 = unlimited)
+};
+
+struct HeteroConfig {
+  std::vector<double> slowdown;        // per rank, >= 1; empty = all 1
+  std::vector<double> bandwidth_mbps;  // per rank, >= 0 (0 = unlimited); empty = all unlimited
+  std::vector<HeteroEvent> events;
+};
+
+struct MonitorConfig {
+  std::string ebpf = "auto";  // auto | on | off
+};
+
+struct CommConfig {
+  double bucket_mb = 25.0;           // fused bucket size
+  std::string compression = "none";  // none | fp16 | bf16 | hlc
+};
+
+struct OutputConfig {
+  std::string dir = "runs/default";
+  int64_t checkpoint_every = 0;  // steps between checkpoints (0 = only at the end and on signals)
+};
+
+struct Config {
+  std::string model = "cnn";
+  DatasetConfig dataset;
+  TrainConfig train;
+  BatchConfig batch;
+  PolicyConfig policy;
+  HeteroConfig hetero;
+  MonitorConfig monitor;
+  std::string backend = "auto";  // auto | nccl | mpi
+  CommConfig comm;
+  OutputConfig output;
+
+  std::string source;  // the YAML text after overrides, saved with outputs for reproducibility
+};
+
+// Parses YAML text (`origin` names it in errors) and applies overrides ("key.sub=value", the
+// value parsed as YAML, e.g. "batch.init=[16,32]"). Throws dynamix::Error on any problem.
+Config parse_config(const std::string& yaml_text, const std::string& origin,
+                    const std::vector<std::string>& overrides = {});
+// Reads the file then parse_config; a missing or unreadable file is an Error naming it.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Checks that depend on the job: per-rank lists (batch.init, hetero.*) must have 1 or world_size
+// entries, event ranks must exist. Throws dynamix::Error naming the key.
+void validate_for_world(const Config& config, int world_size);
+// Per-rank initial batch sizes (expands a single value).
+std::vector<int32_t> initial_batches(const Config& config, int world_size);
+
+}  // namespace dynamix

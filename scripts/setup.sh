@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what DYNAMIX needs to build, test and run on Debian (12 "bookworm" or newer).
+# Idempotent: packages already present are skipped by apt. Run as root or with sudo available.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev                       # LibTorch (CPU build in Debian): models, autograd, optimizers
+  libopenmpi-dev openmpi-bin         # MPI runtime and collectives
+  libyaml-cpp-dev                    # YAML configs
+  nlohmann-json3-dev                 # JSON outputs and checkpoint metadata
+  libcli11-dev                       # command line
+  libeigen3-dev                      # small dense linear algebra (least-squares fits)
+  libgtest-dev libgmock-dev          # unit tests
+  libbenchmark-dev                   # micro-benchmarks
+  zlib1g-dev                         # gzip-compressed IDX files
+  dataset-fashion-mnist              # real Fashion-MNIST, offline
+  python3-matplotlib                 # plots (served to /usr/bin/python3)
+)
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi
