@@ -12,7 +12,15 @@ namespace dynamix {
 
 struct DatasetConfig {
   std::string name = "fashion_mnist";  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic | text
-  std::string path;                    // directory; default per dataset (fashion_mnist: /usr/share/datasets/fashion-mnist)
+  std::string path;                    // directory or file; default per dataset (fashion_mnist: /usr/share/datasets/fashion-mnist)
+  bool augment = false;                // CIFAR-style random crop + flip on the training set
+  // synthetic / text only:
+  int64_t train_size = 4096;           // synthetic samples in the training split
+  int64_t test_size = 1024;            // synthetic samples in the test split
+  std::vector<int64_t> shape = {3, 32, 32};  // synthetic image shape (C, H, W)
+  int64_t classes = 10;                // synthetic classes
+  int64_t seq_len = 128;               // synthetic tokens / text MLM sequence length
+  std::string vocab;                   // text: vocabulary file (one token per line); empty = built from the text
 };
 
 struct TrainConfig {
@@ -82,6 +90,8 @@ struct Config {
   std::string backend = "auto";  // auto | nccl | mpi
   CommConfig comm;
   OutputConfig output;
+
+  std::string sim_yaml;  // raw `sim:` block (YAML), validated by the simulator (agent/sim); empty if absent
 
   std::string source;  // the YAML text after overrides, saved with outputs for reproducibility
 };

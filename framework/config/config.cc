@@ -1,0 +1,367 @@
+// DYNAMIX — run configuration: one table of keys per YAML section, then cross-key checks.
+#include "framework/config/config.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "framework/config/yaml_reader.h"
+#include "framework/core/error.h"
+
+namespace dynamix {
+namespace {
+
+using Node = YAML::Node;
+using Path = std::string;
+using Fields = std::vector<YamlReader::Field>;
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+Fields dataset_fields(DatasetConfig& d, const YamlReader& r) {
+  return {
+      {"name",
+       [&](const Node& v, const Path& p) {
+         d.name = r.choice(v, p, {"fashion_mnist", "mnist", "cifar10", "cifar100", "synthetic", "text"});
+       }},
+      {"path", [&](const Node& v, const Path& p) { d.path = r.string(v, p); }},
+      {"augment", [&](const Node& v, const Path& p) { d.augment = r.boolean(v, p); }},
+      {"train_size",
+       [&](const Node& v, const Path& p) {
+         d.train_size = r.integer(v, p);
+         r.require(d.train_size >= 1, v, p, "must be >= 1");
+       }},
+      {"test_size",
+       [&](const Node& v, const Path& p) {
+         d.test_size = r.integer(v, p);
+         r.require(d.test_size >= 1, v, p, "must be >= 1");
+       }},
+      {"shape",
+       [&](const Node& v, const Path& p) {
+         d.shape = r.integer_list(v, p);
+         r.require(!d.shape.empty() && d.shape.size() <= 3, v, p, "must have 1 to 3 dimensions");
+         for (size_t i = 0; i < d.shape.size(); ++i) {
+           r.require(d.shape[i] >= 1, v[i], p + "[" + std::to_string(i) + "]", "must be >= 1");
+         }
+       }},
+      {"classes",
+       [&](const Node& v, const Path& p) {
+         d.classes = r.integer(v, p);
+         r.require(d.classes >= 1, v, p, "must be >= 1");
+       }},
+      {"seq_len",
+       [&](const Node& v, const Path& p) {
+         d.seq_len = r.integer(v, p);
+         r.require(d.seq_len >= 1, v, p, "must be >= 1");
+       }},
+      {"vocab", [&](const Node& v, const Path& p) { d.vocab = r.string(v, p); }},
+  };
+}
+
+Fields train_fields(TrainConfig& t, const YamlReader& r) {
+  return {
+      {"epochs",
+       [&](const Node& v, const Path& p) {
+         t.epochs = r.number(v, p);
+         r.require(t.epochs > 0, v, p, "must be > 0 (limit the run with train.max_steps)");
+       }},
+      {"max_steps",
+       [&](const Node& v, const Path& p) {
+         t.max_steps = r.integer(v, p);
+         r.require(t.max_steps >= 0, v, p, "must be >= 0 (0 = no step limit)");
+       }},
+      {"lr",
+       [&](const Node& v, const Path& p) {
+         t.lr = r.number(v, p);
+         r.require(t.lr > 0, v, p, "must be > 0");
+       }},
+      {"optimizer",
+       [&](const Node& v, const Path& p) {
+         t.optimizer = r.choice(v, p, {"sgd", "adamw"});
+       }},
+      {"momentum",
+       [&](const Node& v, const Path& p) {
+         t.momentum = r.number(v, p);
+         r.require(t.momentum >= 0 && t.momentum < 1, v, p, "must be in [0, 1)");
+       }},
+      {"nesterov", [&](const Node& v, const Path& p) { t.nesterov = r.boolean(v, p); }},
+      {"weight_decay",
+       [&](const Node& v, const Path& p) {
+         t.weight_decay = r.number(v, p);
+         r.require(t.weight_decay >= 0, v, p, "must be >= 0");
+       }},
+      {"lr_scaling",
+       [&](const Node& v, const Path& p) {
+         t.lr_scaling = r.choice(v, p, {"linear", "sqrt", "none"});
+       }},
+      {"warmup_steps",
+       [&](const Node& v, const Path& p) {
+         t.warmup_steps = r.integer(v, p);
+         r.require(t.warmup_steps >= 0, v, p, "must be >= 0");
+       }},
+      {"target_accuracy",
+       [&](const Node& v, const Path& p) {
+         t.target_accuracy.reset();
+         if (v.IsNull()) return;  // null = no target
+         t.target_accuracy = r.number(v, p);
+         r.require(*t.target_accuracy >= 0 && *t.target_accuracy <= 1, v, p, "must be in [0, 1]");
+       }},
+      {"seed", [&](const Node& v, const Path& p) { t.seed = r.unsigned_integer(v, p); }},
+      {"eval_every",
+       [&](const Node& v, const Path& p) {
+         t.eval_every = r.integer(v, p);
+         r.require(t.eval_every >= 0, v, p, "must be >= 0 (0 = at epoch ends only)");
+       }},
+  };
+}
+
+Fields batch_fields(BatchConfig& b, const YamlReader& r) {
+  return {
+      {"init",
+       [&](const Node& v, const Path& p) {
+         b.init.clear();
+         if (!v.IsSequence()) {
+           b.init.push_back(r.int32(v, p));
+           return;
+         }
+         r.require(v.size() > 0, v, p, "must be one integer or a non-empty list");
+         r.list(v, p, [&](const Node& e, const Path& ep) { b.init.push_back(r.int32(e, ep)); });
+       }},
+      {"min",
+       [&](const Node& v, const Path& p) {
+         b.min = r.int32(v, p);
+         r.require(b.min >= 1, v, p, "must be >= 1");
+       }},
+      {"max", [&](const Node& v, const Path& p) { b.max = r.int32(v, p); }},
+      {"global",
+       [&](const Node& v, const Path& p) {
+         b.global = r.choice(v, p, {"fixed", "adaptive"});
+       }},
+  };
+}
+
+Fields policy_fields(PolicyConfig& pc, const YamlReader& r) {
+  return {
+      {"name",
+       [&](const Node& v, const Path& p) {
+         pc.name = r.choice(v, p, {"static", "proportional", "gns", "dynamix"});
+       }},
+      {"window",
+       [&](const Node& v, const Path& p) {
+         pc.window = r.integer(v, p);
+         r.require(pc.window >= 1, v, p, "must be >= 1");
+       }},
+      {"checkpoint", [&](const Node& v, const Path& p) { pc.checkpoint = r.string(v, p); }},
+      {"learn", [&](const Node& v, const Path& p) { pc.learn = r.boolean(v, p); }},
+  };
+}
+
+// Reads one list of per-rank factors, each checked against `least`.
+void read_per_rank(const YamlReader& r, const Node& v, const Path& p, double least,
+                   std::vector<double>& out) {
+  out = r.number_list(v, p);
+  for (size_t i = 0; i < out.size(); ++i) {
+    r.require(out[i] >= least, v[i], p + "[" + std::to_string(i) + "]", "must be >= " + fmt(least));
+  }
+}
+
+Fields event_fields(HeteroEvent& e, const YamlReader& r) {
+  return {
+      {"at_step",
+       [&](const Node& v, const Path& p) {
+         e.at_step = r.integer(v, p);
+         r.require(e.at_step >= 0, v, p, "must be >= 0");
+       }},
+      {"rank",
+       [&](const Node& v, const Path& p) {
+         e.rank = r.int32(v, p);
+         r.require(e.rank >= 0, v, p, "must be >= 0");
+       }},
+      {"slowdown",
+       [&](const Node& v, const Path& p) {
+         if (v.IsNull()) return;
+         e.slowdown = r.number(v, p);
+         r.require(*e.slowdown >= 1, v, p, "must be >= 1");
+       }},
+      {"bandwidth_mbps",
+       [&](const Node& v, const Path& p) {
+         if (v.IsNull()) return;
+         e.bandwidth_mbps = r.number(v, p);
+         r.require(*e.bandwidth_mbps >= 0, v, p, "must be >= 0 (0 = unlimited)");
+       }},
+  };
+}
+
+Fields hetero_fields(HeteroConfig& h, const YamlReader& r) {
+  return {
+      {"slowdown", [&](const Node& v, const Path& p) { read_per_rank(r, v, p, 1.0, h.slowdown); }},
+      {"bandwidth_mbps",
+       [&](const Node& v, const Path& p) { read_per_rank(r, v, p, 0.0, h.bandwidth_mbps); }},
+      {"events",
+       [&](const Node& v, const Path& p) {
+         h.events.clear();
+         r.list(v, p, [&](const Node& ev, const Path& ep) {
+           HeteroEvent e;
+           if (!ev.IsMap())
+             r.fail(ep, "'" + ep + "' must be a mapping {at_step, rank, slowdown, bandwidth_mbps}");
+           r.section(ev, ep, event_fields(e, r));
+           if (!e.slowdown && !e.bandwidth_mbps) {
+             r.fail(ep, "'" + ep + "' must set 'slowdown' or 'bandwidth_mbps' (or both)");
+           }
+           h.events.push_back(e);
+         });
+       }},
+  };
+}
+
+Fields monitor_fields(MonitorConfig& m, const YamlReader& r) {
+  return {{"ebpf", [&](const Node& v, const Path& p) { m.ebpf = r.choice(v, p, {"auto", "on", "off"}); }}};
+}
+
+Fields comm_fields(CommConfig& cc, const YamlReader& r) {
+  return {
+      {"bucket_mb",
+       [&](const Node& v, const Path& p) {
+         cc.bucket_mb = r.number(v, p);
+         r.require(cc.bucket_mb > 0 && cc.bucket_mb <= 4096, v, p, "must be in (0, 4096]");
+       }},
+      {"compression",
+       [&](const Node& v, const Path& p) {
+         cc.compression = r.choice(v, p, {"none", "fp16", "bf16", "hlc"});
+       }},
+  };
+}
+
+Fields output_fields(OutputConfig& o, const YamlReader& r) {
+  return {
+      {"dir",
+       [&](const Node& v, const Path& p) {
+         o.dir = r.string(v, p);
+         r.require(!o.dir.empty(), v, p, "must not be empty");
+       }},
+      {"checkpoint_every",
+       [&](const Node& v, const Path& p) {
+         o.checkpoint_every = r.integer(v, p);
+         r.require(o.checkpoint_every >= 0, v, p, "must be >= 0 (0 = at the end only)");
+       }},
+  };
+}
+
+Fields top_fields(Config& c, const YamlReader& r) {
+  return {
+      {"model",
+       [&](const Node& v, const Path& p) {
+         c.model = r.string(v, p);
+         r.require(!c.model.empty(), v, p, "must name a model (cnn, mlp, resnet18, ...)");
+       }},
+      {"dataset", [&](const Node& v, const Path& p) { r.section(v, p, dataset_fields(c.dataset, r)); }},
+      {"train", [&](const Node& v, const Path& p) { r.section(v, p, train_fields(c.train, r)); }},
+      {"batch", [&](const Node& v, const Path& p) { r.section(v, p, batch_fields(c.batch, r)); }},
+      {"policy", [&](const Node& v, const Path& p) { r.section(v, p, policy_fields(c.policy, r)); }},
+      {"hetero", [&](const Node& v, const Path& p) { r.section(v, p, hetero_fields(c.hetero, r)); }},
+      {"monitor", [&](const Node& v, const Path& p) { r.section(v, p, monitor_fields(c.monitor, r)); }},
+      {"backend",
+       [&](const Node& v, const Path& p) {
+         c.backend = r.choice(v, p, {"auto", "nccl", "mpi"});
+       }},
+      {"comm", [&](const Node& v, const Path& p) { r.section(v, p, comm_fields(c.comm, r)); }},
+      {"output", [&](const Node& v, const Path& p) { r.section(v, p, output_fields(c.output, r)); }},
+      {"sim",
+       [&](const Node& v, const Path& p) {
+         // Kept as text: the simulator (agent/sim) owns and validates this block.
+         if (v.IsNull()) return;
+         if (!v.IsMap()) r.fail(p, "'sim' must be a mapping, see DESIGN.md (Cluster simulator)");
+         c.sim_yaml = emit_yaml(v);
+       }},
+  };
+}
+
+// Checks that involve more than one key.
+void check_relations(const Config& c, const ConfigOrigin& origin) {
+  const BatchConfig& b = c.batch;
+  if (b.max < b.min) {
+    origin.fail_keys({"batch.min", "batch.max"}, "'batch.min' (" + std::to_string(b.min) +
+                                                     ") must not exceed 'batch.max' (" +
+                                                     std::to_string(b.max) + ")");
+  }
+  for (size_t i = 0; i < b.init.size(); ++i) {
+    if (b.init[i] < b.min || b.init[i] > b.max) {
+      const std::string key = b.init.size() == 1 ? "batch.init" : "batch.init[" + std::to_string(i) + "]";
+      origin.fail_keys({"batch.init", "batch.min", "batch.max"},
+                       "'" + key + "' (" + std::to_string(b.init[i]) +
+                           ") must be within ['batch.min', 'batch.max'] = [" + std::to_string(b.min) + ", " +
+                           std::to_string(b.max) + "]");
+    }
+  }
+  if (c.train.nesterov && c.train.momentum <= 0) {
+    origin.fail_keys({"train.nesterov", "train.momentum"},
+                     "'train.nesterov' needs 'train.momentum' > 0, got " + fmt(c.train.momentum));
+  }
+}
+
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& origin,
+                    const std::vector<std::string>& overrides) {
+  ConfigOrigin where(origin);
+  YAML::Node root = load_yaml_text(yaml_text, origin);
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);  // empty file: all defaults
+  if (!root.IsMap()) where.fail("", "the top level must be a mapping of keys (model, train, batch, ...)");
+  for (const auto& o : overrides) apply_override(root, o, where);
+
+  Config config;
+  const YamlReader reader(where);
+  reader.section(root, "", top_fields(config, reader));
+  check_relations(config, where);
+  config.source = emit_yaml(root);
+  return config;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw Error("config file '" + path + "' does not exist");
+  if (S_ISDIR(st.st_mode)) throw Error("config file '" + path + "' is a directory, expected a YAML file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in.is_open()) throw Error("config file '" + path + "' could not be opened for reading");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error("config file '" + path + "' could not be read");
+  return parse_config(text.str(), path, overrides);
+}
+
+namespace {
+// A per-rank list must have one entry (every rank) or one per rank; some lists may also be empty.
+void check_count(const char* key, size_t count, int world_size, bool empty_ok) {
+  DYNAMIX_CHECK(world_size >= 1, "world size must be >= 1, got " + std::to_string(world_size));
+  if (count == 1 || count == static_cast<size_t>(world_size) || (empty_ok && count == 0)) return;
+  throw Error("'" + std::string(key) + "' has " + std::to_string(count) + " entries but the world has " +
+              std::to_string(world_size) + " ranks (give 1 entry or " + std::to_string(world_size) + ")");
+}
+}  // namespace
+
+void validate_for_world(const Config& config, int world_size) {
+  check_count("batch.init", config.batch.init.size(), world_size, false);
+  check_count("hetero.slowdown", config.hetero.slowdown.size(), world_size, true);
+  check_count("hetero.bandwidth_mbps", config.hetero.bandwidth_mbps.size(), world_size, true);
+  for (size_t i = 0; i < config.hetero.events.size(); ++i) {
+    const int rank = config.hetero.events[i].rank;
+    if (rank >= world_size) {
+      throw Error("'hetero.events[" + std::to_string(i) + "].rank' is " + std::to_string(rank) +
+                  " but the world has " + std::to_string(world_size) + " ranks (0.." +
+                  std::to_string(world_size - 1) + ")");
+    }
+  }
+}
+
+std::vector<int32_t> initial_batches(const Config& config, int world_size) {
+  check_count("batch.init", config.batch.init.size(), world_size, false);
+  const auto& init = config.batch.init;
+  if (init.size() == 1) return std::vector<int32_t>(static_cast<size_t>(world_size), init[0]);
+  return init;
+}
+
+}  // namespace dynamix

@@ -1,0 +1,264 @@
+// DYNAMIX — config parsing: defaults, every key from YAML, saved source, --set overrides.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "framework/config/config.h"
+#include "framework/core/error.h"
+
+namespace dynamix {
+namespace {
+
+const char* kOrigin = "configs/x.yaml";
+
+// Every key set to a non-default value.
+const char* kFullYaml = R"(
+model: resnet18
+dataset:
+  name: synthetic
+  path: /data/syn
+  augment: true
+  train_size: 100
+  test_size: 20
+  shape: [1, 28, 28]
+  classes: 7
+  seq_len: 64
+  vocab: vocab.txt
+train:
+  epochs: 2.5
+  max_steps: 300
+  lr: 0.2
+  optimizer: adamw
+  momentum: 0.5
+  nesterov: true
+  weight_decay: 0.0005
+  lr_scaling: sqrt
+  warmup_steps: 10
+  target_accuracy: 0.9
+  seed: 18446744073709551615
+  eval_every: 25
+batch:
+  init: [16, 32, 48]
+  min: 4
+  max: 256
+  global: adaptive
+policy:
+  name: dynamix
+  window: 7
+  checkpoint: runs/p/policy.pt
+  learn: false
+hetero:
+  slowdown: [1.0, 2.0, 4.0]
+  bandwidth_mbps: [0, 0, 200]
+  events:
+    - {at_step: 300, rank: 1, slowdown: 3.0}
+    - {at_step: 400, rank: 2, bandwidth_mbps: 50}
+monitor:
+  ebpf: off
+backend: mpi
+comm:
+  bucket_mb: 4.5
+  compression: hlc
+output:
+  dir: runs/full
+  checkpoint_every: 100
+sim:
+  nodes: 32
+  workload: {alpha_s: 0.004}
+)";
+
+void expect_full(const Config& c) {
+  EXPECT_EQ(c.model, "resnet18");
+  EXPECT_EQ(c.dataset.name, "synthetic");
+  EXPECT_EQ(c.dataset.path, "/data/syn");
+  EXPECT_TRUE(c.dataset.augment);
+  EXPECT_EQ(c.dataset.train_size, 100);
+  EXPECT_EQ(c.dataset.test_size, 20);
+  EXPECT_EQ(c.dataset.shape, (std::vector<int64_t>{1, 28, 28}));
+  EXPECT_EQ(c.dataset.classes, 7);
+  EXPECT_EQ(c.dataset.seq_len, 64);
+  EXPECT_EQ(c.dataset.vocab, "vocab.txt");
+  EXPECT_DOUBLE_EQ(c.train.epochs, 2.5);
+  EXPECT_EQ(c.train.max_steps, 300);
+  EXPECT_DOUBLE_EQ(c.train.lr, 0.2);
+  EXPECT_EQ(c.train.optimizer, "adamw");
+  EXPECT_DOUBLE_EQ(c.train.momentum, 0.5);
+  EXPECT_TRUE(c.train.nesterov);
+  EXPECT_DOUBLE_EQ(c.train.weight_decay, 0.0005);
+  EXPECT_EQ(c.train.lr_scaling, "sqrt");
+  EXPECT_EQ(c.train.warmup_steps, 10);
+  ASSERT_TRUE(c.train.target_accuracy.has_value());
+  EXPECT_DOUBLE_EQ(*c.train.target_accuracy, 0.9);
+  EXPECT_EQ(c.train.seed, 18446744073709551615ull);
+  EXPECT_EQ(c.train.eval_every, 25);
+  EXPECT_EQ(c.batch.init, (std::vector<int32_t>{16, 32, 48}));
+  EXPECT_EQ(c.batch.min, 4);
+  EXPECT_EQ(c.batch.max, 256);
+  EXPECT_EQ(c.batch.global, "adaptive");
+  EXPECT_EQ(c.policy.name, "dynamix");
+  EXPECT_EQ(c.policy.window, 7);
+  EXPECT_EQ(c.policy.checkpoint, "runs/p/policy.pt");
+  EXPECT_FALSE(c.policy.learn);
+  EXPECT_EQ(c.hetero.slowdown, (std::vector<double>{1.0, 2.0, 4.0}));
+  EXPECT_EQ(c.hetero.bandwidth_mbps, (std::vector<double>{0, 0, 200}));
+  ASSERT_EQ(c.hetero.events.size(), 2u);
+  EXPECT_EQ(c.hetero.events[0].at_step, 300);
+  EXPECT_EQ(c.hetero.events[0].rank, 1);
+  EXPECT_EQ(c.hetero.events[0].slowdown, 3.0);
+  EXPECT_FALSE(c.hetero.events[0].bandwidth_mbps.has_value());
+  EXPECT_EQ(c.hetero.events[1].at_step, 400);
+  EXPECT_EQ(c.hetero.events[1].rank, 2);
+  EXPECT_FALSE(c.hetero.events[1].slowdown.has_value());
+  EXPECT_EQ(c.hetero.events[1].bandwidth_mbps, 50.0);
+  EXPECT_EQ(c.monitor.ebpf, "off");
+  EXPECT_EQ(c.backend, "mpi");
+  EXPECT_DOUBLE_EQ(c.comm.bucket_mb, 4.5);
+  EXPECT_EQ(c.comm.compression, "hlc");
+  EXPECT_EQ(c.output.dir, "runs/full");
+  EXPECT_EQ(c.output.checkpoint_every, 100);
+  const YAML::Node sim = YAML::Load(c.sim_yaml);
+  EXPECT_EQ(sim["nodes"].as<int>(), 32);
+  EXPECT_DOUBLE_EQ(sim["workload"]["alpha_s"].as<double>(), 0.004);
+}
+
+void expect_defaults(const Config& c) {
+  const Config d;
+  EXPECT_EQ(c.model, d.model);
+  EXPECT_EQ(c.dataset.name, d.dataset.name);
+  EXPECT_EQ(c.dataset.shape, d.dataset.shape);
+  EXPECT_EQ(c.train.epochs, d.train.epochs);
+  EXPECT_EQ(c.train.max_steps, d.train.max_steps);
+  EXPECT_EQ(c.train.lr, d.train.lr);
+  EXPECT_EQ(c.train.optimizer, d.train.optimizer);
+  EXPECT_EQ(c.train.seed, d.train.seed);
+  EXPECT_FALSE(c.train.target_accuracy.has_value());
+  EXPECT_EQ(c.batch.init, d.batch.init);
+  EXPECT_EQ(c.batch.min, d.batch.min);
+  EXPECT_EQ(c.batch.max, d.batch.max);
+  EXPECT_EQ(c.batch.global, d.batch.global);
+  EXPECT_EQ(c.policy.name, d.policy.name);
+  EXPECT_EQ(c.policy.window, d.policy.window);
+  EXPECT_TRUE(c.hetero.slowdown.empty());
+  EXPECT_TRUE(c.hetero.events.empty());
+  EXPECT_EQ(c.monitor.ebpf, "auto");
+  EXPECT_EQ(c.backend, "auto");
+  EXPECT_EQ(c.comm.bucket_mb, d.comm.bucket_mb);
+  EXPECT_EQ(c.output.dir, d.output.dir);
+  EXPECT_TRUE(c.sim_yaml.empty());
+}
+
+TEST(ConfigParse, EmptyTextGivesDefaults) { expect_defaults(parse_config("", kOrigin)); }
+
+TEST(ConfigParse, CommentsAndEmptySectionsGiveDefaults) {
+  expect_defaults(parse_config("# nothing yet\ntrain:\nbatch:\nhetero:\nsim:\n", kOrigin));
+}
+
+TEST(ConfigParse, EveryKeyFromYaml) { expect_full(parse_config(kFullYaml, kOrigin)); }
+
+TEST(ConfigParse, SourceReparsesToTheSameConfig) {
+  const Config first = parse_config(kFullYaml, kOrigin);
+  const Config second = parse_config(first.source, "saved");
+  expect_full(second);
+  EXPECT_EQ(second.source, first.source);
+}
+
+TEST(ConfigParse, SourceKeepsQuotedStrings) {
+  const Config c = parse_config("model: '123'\ndataset: {vocab: \"true\"}\n", kOrigin);
+  const Config again = parse_config(c.source, "saved");
+  EXPECT_EQ(again.model, "123");
+  EXPECT_EQ(again.dataset.vocab, "true");
+  EXPECT_TRUE(YAML::Load(c.source)["model"].Tag() == "!");
+}
+
+TEST(ConfigParse, ScalarBatchInitAndIntegerForNumber) {
+  const Config c = parse_config("batch: {init: 64}\ntrain: {lr: 1, epochs: 3}\n", kOrigin);
+  EXPECT_EQ(c.batch.init, std::vector<int32_t>{64});
+  EXPECT_DOUBLE_EQ(c.train.lr, 1.0);
+  EXPECT_DOUBLE_EQ(c.train.epochs, 3.0);
+}
+
+TEST(ConfigParse, NullTargetAccuracyMeansNone) {
+  EXPECT_FALSE(parse_config("train: {target_accuracy: null}", kOrigin).train.target_accuracy);
+  EXPECT_FALSE(parse_config("train: {target_accuracy: ~}", kOrigin).train.target_accuracy);
+}
+
+TEST(ConfigOverride, Scalar) {
+  const Config c = parse_config("train: {lr: 0.5}\n", kOrigin, {"train.lr=0.1", "policy.name=gns"});
+  EXPECT_DOUBLE_EQ(c.train.lr, 0.1);
+  EXPECT_EQ(c.policy.name, "gns");
+}
+
+TEST(ConfigOverride, ListReplacesScalar) {
+  const Config c = parse_config("batch: {init: 8}\n", kOrigin, {"batch.init=[16,32]"});
+  EXPECT_EQ(c.batch.init, (std::vector<int32_t>{16, 32}));
+}
+
+TEST(ConfigOverride, NullClearsTarget) {
+  const Config c = parse_config("train: {target_accuracy: 0.9}\n", kOrigin, {"train.target_accuracy=null"});
+  EXPECT_FALSE(c.train.target_accuracy.has_value());
+}
+
+TEST(ConfigOverride, NestedCreatesMissingSections) {
+  const Config c = parse_config("", kOrigin, {"hetero.slowdown=[1, 2.5]", "sim.workload.b_noise=512"});
+  EXPECT_EQ(c.hetero.slowdown, (std::vector<double>{1.0, 2.5}));
+  EXPECT_EQ(YAML::Load(c.sim_yaml)["workload"]["b_noise"].as<int>(), 512);
+}
+
+TEST(ConfigOverride, WholeSectionAndLastOneWins) {
+  const Config c = parse_config("policy: {name: static, window: 3}\n", kOrigin,
+                                {"policy={name: proportional, window: 5}", "policy.window=9"});
+  EXPECT_EQ(c.policy.name, "proportional");
+  EXPECT_EQ(c.policy.window, 9);
+}
+
+TEST(ConfigOverride, SpacesAroundKeyAndValue) {
+  const Config c = parse_config("", kOrigin, {" train.lr = 0.25 "});
+  EXPECT_DOUBLE_EQ(c.train.lr, 0.25);
+}
+
+TEST(ConfigOverride, SourceRecordsOverriddenValues) {
+  const Config c = parse_config("train: {lr: 0.5}\n", kOrigin, {"train.lr=0.125", "batch.init=[16,32]"});
+  const Config again = parse_config(c.source, "saved");
+  EXPECT_DOUBLE_EQ(again.train.lr, 0.125);
+  EXPECT_EQ(again.batch.init, (std::vector<int32_t>{16, 32}));
+}
+
+TEST(ConfigWorld, InitialBatchesExpandOrCopy) {
+  const Config one = parse_config("batch: {init: 24}", kOrigin);
+  EXPECT_EQ(initial_batches(one, 3), (std::vector<int32_t>{24, 24, 24}));
+  const Config per_rank = parse_config("batch: {init: [8, 16]}", kOrigin);
+  EXPECT_EQ(initial_batches(per_rank, 2), (std::vector<int32_t>{8, 16}));
+  EXPECT_THROW(initial_batches(per_rank, 3), Error);
+}
+
+TEST(ConfigWorld, AcceptsOneOrWorldEntries) {
+  const Config c = parse_config(
+      "batch: {init: [8, 8, 8, 8]}\nhetero: {slowdown: [2], bandwidth_mbps: [0, 0, 0, 10],"
+      " events: [{at_step: 1, rank: 3, slowdown: 2}]}",
+      kOrigin);
+  EXPECT_NO_THROW(validate_for_world(c, 4));
+  EXPECT_NO_THROW(validate_for_world(parse_config("", kOrigin), 7));
+}
+
+void expect_world_error(const std::string& yaml, int world, const std::vector<std::string>& parts) {
+  const Config c = parse_config(yaml, kOrigin);
+  try {
+    validate_for_world(c, world);
+    ADD_FAILURE() << "no error for world " << world << ": " << yaml;
+  } catch (const Error& e) {
+    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+}
+
+TEST(ConfigWorld, ListLengthsMustMatch) {
+  expect_world_error("batch: {init: [8, 8, 8]}", 4, {"'batch.init'", "3 entries", "4 ranks"});
+  expect_world_error("hetero: {slowdown: [1, 2]}", 4, {"'hetero.slowdown'", "2 entries", "4 ranks"});
+  expect_world_error("hetero: {bandwidth_mbps: [0, 0, 0]}", 2, {"'hetero.bandwidth_mbps'", "3 entries"});
+}
+
+TEST(ConfigWorld, EventRankMustExist) {
+  expect_world_error("hetero: {events: [{at_step: 5, rank: 4, slowdown: 2}]}", 4,
+                     {"'hetero.events[0].rank'", "4 ranks"});
+}
+
+}  // namespace
+}  // namespace dynamix
