@@ -1,0 +1,49 @@
+// DYNAMIX — loads batches on one background thread, in submission order.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "datasets/dataset.h"
+
+namespace dynamix {
+
+class BatchPrefetcher {
+ public:
+  // pin_memory: page-lock batch tensors for faster host-to-GPU copies; ignored without CUDA.
+  explicit BatchPrefetcher(std::shared_ptr<const Dataset> dataset, bool pin_memory = false);
+  ~BatchPrefetcher();  // drops queued loads, waits for the one in progress, joins the thread
+  BatchPrefetcher(const BatchPrefetcher&) = delete;
+  BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
+
+  // Queues dataset->get(indices, seed).
+  void submit(std::vector<int64_t> indices, uint64_t seed);
+  // The oldest submitted batch not yet taken, waiting for it if needed. Rethrows what the load
+  // threw; throws dynamix::Error when nothing is outstanding.
+  Batch take();
+  size_t outstanding() const;  // submitted and not yet taken
+  bool pinning() const { return pin_; }
+
+ private:
+  struct Job {
+    std::vector<int64_t> indices;
+    uint64_t seed;
+    std::promise<Batch> result;
+  };
+  void run();
+
+  std::shared_ptr<const Dataset> dataset_;
+  bool pin_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;                  // waiting for the thread
+  std::deque<std::future<Batch>> ready_;  // in submission order, for take()
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace dynamix
