@@ -1,0 +1,27 @@
+// DYNAMIX — projection of a desired (real-valued) batch plan onto the feasible integer set.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "agent/cluster_state.h"
+
+namespace dynamix {
+
+// Returns integers b_i with, in order of priority:
+//  1. b.min <= b_i <= b.max[i] (hard: memory); never 0;
+//  2. when b.fixed_global, sum b_i == b.global_batch (largest-remainder rounding after a
+//     proportional fit that respects every rank's bounds); when the hard bounds cannot reach it,
+//     the closest feasible sum and a note saying so;
+//  3. |b_i - current_i| <= b.max_change * current_i (0 = unlimited), always allowing a step of 1;
+//     relaxed (with a note) only when the fixed global batch cannot be met otherwise.
+// Non-finite desired entries mean "keep current"; negative or zero ones go to the lower bound.
+// b.max may be empty (no upper bound) or hold one value for every rank.
+// Throws dynamix::Error when desired and current differ in length or b.max has a wrong length.
+BatchPlan project_plan(std::vector<double> desired, const std::vector<int32_t>& current,
+                       const BatchBounds& b);
+
+// Upper bound of rank i under b (b.max empty = unbounded, one value = every rank).
+int32_t rank_max(const BatchBounds& b, size_t i);
+
+}  // namespace dynamix

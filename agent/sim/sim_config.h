@@ -1,0 +1,58 @@
+// DYNAMIX — the simulator's `sim:` configuration block (contract in ../shared/DESIGN.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dynamix {
+
+struct SimWorkload {
+  double alpha_s = 0.004;         // fixed compute time per step at speed 1 (s)
+  double beta_s = 0.0004;         // compute time per sample at speed 1 (s)
+  double grad_bytes = 4.5e7;      // gradient size S allreduced per step (bytes)
+  double bandwidth_gbps = 25;     // slowest link of the ring (Gbit/s)
+  double latency_us = 20;         // per-message latency of the ring
+  double b_noise = 256;           // gradient noise scale at the start of training
+  double b_noise_growth = 4;      // B_noise multiplier reached at the end of training
+  double target_progress = 5000;  // equivalent small-batch steps that end the run
+  double noise = 0.05;            // relative std of each rank's compute time per step
+  double grad_noise = 0.1;        // relative std of reported squared gradient norms
+};
+
+// A change of compute speed: ranks run `slowdown` times slower from at_step on, for duration_steps
+// steps (transient, multiplies) or, with duration 0, until a later permanent event (replaces).
+struct SimEvent {
+  int64_t at_step = 0;
+  std::vector<int32_t> ranks;
+  double slowdown = 1;
+  int64_t duration_steps = 0;
+};
+
+struct SimConfig {
+  int32_t nodes = 4;
+  uint64_t seed = 11;
+  std::string profile = "uniform";  // what built the node models (preset name, classes, random, fit:path)
+  // Per node, resolved at parse time: compute time (alpha_s[i] + beta_s[i]·b) at slowdown 1.
+  std::vector<double> alpha_s, beta_s;
+  std::vector<SimEvent> events;  // sorted by at_step
+  SimWorkload workload;
+  int64_t max_steps = 0;  // safety stop for runs that never reach the target (0 = none)
+};
+
+// Parses the `sim:` block: either the block's own mapping or a document with a top-level `sim:`
+// key. Unknown keys, wrong types and impossible values raise dynamix::Error naming the key
+// (prefixed by `origin`). Profiles: a preset name (`profile: hetero4` or {preset: ...}),
+// {classes: [{count, speed}]}, {random: {min_speed, max_speed}} or {fit: path/to/metrics.jsonl}.
+SimConfig parse_sim_config(const std::string& yaml_text, const std::string& origin = "sim");
+
+// Builds a config from preset speeds (no YAML): `preset` as in the `profile` key.
+SimConfig preset_sim_config(const std::string& preset, int32_t nodes = 0);
+
+// Preset names and what they mean, for --help texts.
+std::vector<std::string> sim_preset_names();
+// Relative speeds of a preset for `nodes` ranks (0 = the preset's own size). Throws on unknown
+// names or a size the preset does not have.
+std::vector<double> preset_speeds(const std::string& preset, int32_t nodes);
+
+}  // namespace dynamix

@@ -1,0 +1,132 @@
+// DYNAMIX — static, proportional (hand-computed case, deadband) and gns (fits, split, choice of B).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <numeric>
+
+#include "agent/baseline_factory.h"
+#include "agent/gns_policy.h"
+#include "agent/proportional_policy.h"
+#include "agent/static_policy.h"
+#include "framework/core/error.h"
+
+namespace dynamix {
+namespace {
+
+ClusterState make_state(const std::vector<int32_t>& b, const std::vector<double>& t, bool fixed,
+                        int32_t global) {
+  ClusterState s;
+  for (size_t i = 0; i < b.size(); ++i) {
+    NodeRecord r;
+    r.rank = int32_t(i);
+    r.batch_size = b[i];
+    r.compute_s = t[i];
+    r.comm_s = 0.01;
+    s.nodes.push_back(r);
+  }
+  s.bounds.min = 1;
+  s.bounds.max = {256};
+  s.bounds.fixed_global = fixed;
+  s.bounds.global_batch = global;
+  s.bounds.max_change = 0;
+  return s;
+}
+
+TEST(BaselineTest, StaticKeepsItsPlan) {
+  StaticPolicy uniform({{32}});
+  const ClusterState s = make_state({10, 20, 30, 68}, {1, 1, 1, 1}, true, 128);
+  EXPECT_EQ(uniform.decide(s).batch_sizes, (std::vector<int32_t>{32, 32, 32, 32}));
+  StaticPolicy listed({{8, 16, 32, 72}});
+  EXPECT_EQ(listed.decide(s).batch_sizes, (std::vector<int32_t>{8, 16, 32, 72}));
+  StaticPolicy wrong({{8, 16, 32}});
+  EXPECT_THROW(wrong.decide(s), Error);
+}
+
+TEST(BaselineTest, ProportionalHandComputed) {
+  ProportionalPolicy p;
+  // t = 1,1,2,4, mean 2: Δb = +32, +32, 0, -(32/4)(4-2) = -16 -> 64, 64, 32, 16 (sum 176);
+  // fixed B = 128 scales to 46.55, 46.55, 23.27, 11.64 -> largest remainders give 47, 46, 23, 12.
+  BatchPlan plan = p.decide(make_state({32, 32, 32, 32}, {1, 1, 2, 4}, true, 128));
+  EXPECT_EQ(plan.batch_sizes, (std::vector<int32_t>{47, 46, 23, 12}));
+  EXPECT_EQ(plan.actions, (std::vector<double>{2, 2, 1, 0.5}));
+  // The controller keeps B even when the bounds would let it vary.
+  plan = p.decide(make_state({32, 32, 32, 32}, {1, 1, 2, 4}, false, 0));
+  EXPECT_EQ(plan.batch_sizes, (std::vector<int32_t>{47, 46, 23, 12}));
+}
+
+TEST(BaselineTest, ProportionalDeadband) {
+  ProportionalPolicy p;
+  // Mean 1.15: ranks 0-2 ask +4.8 (15% < 20%: ignored); rank 3 asks -(32/1.6)(0.45) = -9 (28%).
+  // B = 128 kept: 32, 32, 32, 23 scaled by 128/119 -> 34.42 x3, 24.74 -> 35, 34, 34, 25.
+  BatchPlan plan = p.decide(make_state({32, 32, 32, 32}, {1, 1, 1, 1.6}, true, 128));
+  EXPECT_EQ(plan.batch_sizes, (std::vector<int32_t>{35, 34, 34, 25}));
+  // Everything inside the deadband: nothing moves.
+  plan = p.decide(make_state({32, 32, 32, 32}, {1.0, 1.1, 0.9, 1.0}, true, 128));
+  EXPECT_EQ(plan.batch_sizes, (std::vector<int32_t>{32, 32, 32, 32}));
+  ProportionalPolicy tight({0.05});
+  plan = tight.decide(make_state({32, 32, 32, 32}, {1.0, 1.1, 0.9, 1.0}, false, 0));
+  // 32, 32 - 2.91, 32 + 3.56, 32 (sum 128.65) scaled back to 128: 31.84, 28.94, 35.38, 31.84.
+  EXPECT_EQ(plan.batch_sizes, (std::vector<int32_t>{32, 29, 35, 32}));
+}
+
+// Exact linear compute models t_i(b) = a_i + c_i·b observed at two plans.
+const std::vector<double> kAlpha = {0.004, 0.004, 0.008, 0.016}, kBeta = {0.0004, 0.0004, 0.0008, 0.0016};
+std::vector<double> times(const std::vector<int32_t>& b) {
+  std::vector<double> t(b.size());
+  for (size_t i = 0; i < b.size(); ++i) t[i] = kAlpha[i] + kBeta[i] * b[i];
+  return t;
+}
+
+TEST(BaselineTest, GnsFitsModelsAndEqualizesTimes) {
+  GnsPolicy p;
+  std::vector<int32_t> b = {32, 32, 32, 32};
+  BatchPlan plan = p.decide(make_state(b, times(b), true, 128));
+  // One batch size seen so far: proportional prior (alpha = 0).
+  EXPECT_DOUBLE_EQ(p.models()[3].alpha, 0);
+  EXPECT_NEAR(p.models()[3].beta, times(b)[3] / 32, 1e-12);
+  b = plan.batch_sizes;
+  plan = p.decide(make_state(b, times(b), true, 128));
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(p.models()[i].alpha, kAlpha[i], 1e-9) << i;
+    EXPECT_NEAR(p.models()[i].beta, kBeta[i], 1e-11) << i;
+  }
+  // Exact split: speeds 1, 1, .5, .25 -> T = (128·0.0004 + 4·0.004)/2.75, b_i = (T - a_i)/c_i.
+  EXPECT_EQ(std::accumulate(plan.batch_sizes.begin(), plan.batch_sizes.end(), 0), 128);
+  const double T = (128 * 0.0004 + 4 * 0.004) / 2.75;
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(plan.batch_sizes[i], (T - kAlpha[i]) / kBeta[i], 1.0) << i;
+}
+
+TEST(BaselineTest, GnsGrowsBatchWhenNoiseScaleIsLargeAndShrinksWhenSmall) {
+  for (double noise_scale : {1e5, 1.0}) {
+    GnsPolicy p;
+    std::vector<int32_t> b = {32, 32, 32, 32};
+    ClusterState s = make_state(b, times(b), false, 0);
+    s.bounds.max_change = 0.5;
+    p.decide(s);  // unknown B_noise: B stays
+    s = make_state({40, 40, 24, 24}, times({40, 40, 24, 24}), false, 0);
+    s.bounds.max_change = 0.5;
+    EXPECT_EQ(s.global.noise_scale, 0);
+    BatchPlan plan = p.decide(s);
+    EXPECT_EQ(std::accumulate(plan.batch_sizes.begin(), plan.batch_sizes.end(), 0), 128);
+    s.global.noise_scale = noise_scale;
+    plan = p.decide(s);
+    const int total = std::accumulate(plan.batch_sizes.begin(), plan.batch_sizes.end(), 0);
+    if (noise_scale > 1000) {
+      EXPECT_GT(total, 180) << "large B_noise: larger batches keep their statistical efficiency";
+    } else {
+      // Tiny B_noise: extra samples are wasted, except those that ride free while the slowest rank
+      // (a = 0.016) still computes its one sample: T = 0.0176 -> 34 + 34 + 12 + 1 = 81.
+      EXPECT_NEAR(total, 81, 1);
+    }
+  }
+}
+
+TEST(BaselineTest, FactoryNames) {
+  BatchBounds b;
+  for (const auto& name : baseline_policy_names())
+    EXPECT_EQ(make_baseline_policy(name, b, {32})->name(), name);
+  EXPECT_THROW(make_baseline_policy("dynamix", b, {32}), Error);
+}
+
+}  // namespace
+}  // namespace dynamix

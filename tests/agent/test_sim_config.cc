@@ -1,0 +1,157 @@
+// DYNAMIX — the `sim:` block: defaults, presets, classes, random, events, errors, fit from metrics.jsonl.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "agent/sim/profile_fit.h"
+#include "agent/sim/sim_config.h"
+#include "framework/core/error.h"
+
+namespace dynamix {
+namespace {
+
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_sim_config(yaml);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(SimConfigTest, DesignExampleParses) {
+  const SimConfig c = parse_sim_config(R"(
+sim:
+  nodes: 32
+  seed: 11
+  profile: {classes: [{count: 16, speed: 1.0}, {count: 16, speed: 0.5}]}
+  events: [{at_step: 400, ranks: [0, 1], slowdown: 3.0}, {at_step: 10, rank: 5, slowdown: 2, duration_steps: 7}]
+  workload: {alpha_s: 0.004, beta_s: 0.0004, grad_bytes: 4.5e7, bandwidth_gbps: 25,
+             latency_us: 20, b_noise: 256, target_progress: 5000}
+)");
+  EXPECT_EQ(c.nodes, 32);
+  EXPECT_EQ(c.seed, 11u);
+  ASSERT_EQ(c.beta_s.size(), 32u);
+  EXPECT_DOUBLE_EQ(c.beta_s[0], 0.0004);
+  EXPECT_DOUBLE_EQ(c.beta_s[31], 0.0008);
+  EXPECT_DOUBLE_EQ(c.alpha_s[31], 0.008);
+  ASSERT_EQ(c.events.size(), 2u);
+  EXPECT_EQ(c.events[0].at_step, 10);  // sorted by step
+  EXPECT_EQ(c.events[0].duration_steps, 7);
+  EXPECT_EQ(c.events[1].ranks, (std::vector<int32_t>{0, 1}));
+  EXPECT_DOUBLE_EQ(c.workload.noise, 0.05);  // default
+}
+
+TEST(SimConfigTest, PresetsAndRandom) {
+  SimConfig c = parse_sim_config("profile: hetero4");
+  EXPECT_EQ(c.nodes, 4);
+  EXPECT_DOUBLE_EQ(c.beta_s[3], 4 * c.workload.beta_s);
+  c = parse_sim_config("profile: {preset: mixed32}");
+  EXPECT_EQ(c.nodes, 32);
+  c = parse_sim_config("{nodes: 1024, profile: mixed}");
+  EXPECT_EQ(c.nodes, 1024);
+  EXPECT_DOUBLE_EQ(c.beta_s[1023], 4 * c.workload.beta_s);
+  EXPECT_DOUBLE_EQ(c.beta_s[600], 2 * c.workload.beta_s);
+  c = parse_sim_config("{nodes: 100, seed: 3, profile: {random: {min_speed: 0.25, max_speed: 1}}}");
+  const SimConfig again =
+      parse_sim_config("{nodes: 100, seed: 3, profile: {random: {min_speed: 0.25, max_speed: 1}}}");
+  EXPECT_EQ(c.beta_s, again.beta_s);
+  for (double b : c.beta_s) EXPECT_TRUE(b >= c.workload.beta_s && b <= 4 * c.workload.beta_s);
+  EXPECT_EQ(parse_sim_config("").nodes, 4);
+}
+
+TEST(SimConfigTest, ErrorsNameTheKey) {
+  EXPECT_NE(error_of("workload: {alpah_s: 1}").find("sim.workload.alpah_s"), std::string::npos);
+  EXPECT_NE(error_of("nodez: 3").find("sim.nodez"), std::string::npos);
+  EXPECT_NE(error_of("nodes: 0").find("sim.nodes"), std::string::npos);
+  EXPECT_NE(error_of("workload: {beta_s: -1}").find("sim.workload.beta_s"), std::string::npos);
+  EXPECT_NE(error_of("workload: {noise: abc}").find("sim.workload.noise"), std::string::npos);
+  EXPECT_NE(error_of("{nodes: 8, profile: hetero4}").find("sim.profile"), std::string::npos);
+  EXPECT_NE(error_of("profile: {classes: [{count: 2, speed: 0}]}").find("sim.profile.classes[0].speed"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of("{nodes: 4, events: [{at_step: 1, ranks: [4], slowdown: 2}]}").find("sim.events[0].ranks"),
+      std::string::npos);
+  EXPECT_NE(error_of("profile: nosuch").find("unknown preset"), std::string::npos);
+  EXPECT_NE(error_of("profile: {fit: /nonexistent/metrics.jsonl}").find("/nonexistent/metrics.jsonl"),
+            std::string::npos);
+  EXPECT_NE(error_of("sim: [1, 2").find("invalid YAML"), std::string::npos);
+}
+
+class SimFitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) / ("dynamix_sim_fit_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(SimFitTest, RecoversAlphaBetaFromMetrics) {
+  // A run's metrics.jsonl as the trainer writes it, with exact linear compute times.
+  const std::vector<double> alpha = {0.01, 0.02, 0.005, 0.0}, beta = {0.001, 0.002, 0.0005, 0.003};
+  const std::string path = (dir_ / "metrics.jsonl").string();
+  {
+    std::ofstream out(path);
+    for (int step = 0; step < 40; ++step) {
+      std::vector<int> b;
+      std::vector<double> t;
+      for (size_t r = 0; r < 4; ++r) {
+        b.push_back(8 + int((step * 7 + int(r) * 5) % 57));
+        t.push_back(alpha[r] + beta[r] * b.back() + (step == 0 ? 1.0 : 0.0));  // step 0: warm-up outlier
+      }
+      nlohmann::json j = {{"step", step},
+                          {"loss", 1.0},
+                          {"batch_sizes", b},
+                          {"compute_time", t},
+                          {"global_batch", b[0] + b[1] + b[2] + b[3]}};
+      out << j.dump() << "\n";
+    }
+  }
+  const std::vector<FittedRank> fit = fit_profile_from_metrics(path);
+  ASSERT_EQ(fit.size(), 4u);
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_NEAR(fit[r].alpha_s, alpha[r], 1e-9) << r;
+    EXPECT_NEAR(fit[r].beta_s, beta[r], 1e-11) << r;
+    EXPECT_LT(fit[r].rel_residual, 1e-6);
+  }
+  // Through the config: 8 simulated nodes tile the 4 fitted ranks.
+  const SimConfig c = parse_sim_config("{nodes: 8, profile: {fit: " + path + "}}");
+  ASSERT_EQ(c.nodes, 8);
+  EXPECT_NEAR(c.beta_s[5], beta[1], 1e-11);
+  EXPECT_NEAR(c.alpha_s[6], alpha[2], 1e-9);
+  EXPECT_EQ(parse_sim_config("profile: {fit: " + path + "}").nodes, 4);
+}
+
+TEST_F(SimFitTest, OneBatchSizeGivesProportionalModelAndBadFilesAreNamed) {
+  const std::string path = (dir_ / "m.jsonl").string();
+  {
+    std::ofstream out(path);
+    for (int s = 0; s < 5; ++s)
+      out << R"({"batch_sizes": [10, 20], "compute_time": [0.5, 0.4]})"
+          << "\n";
+  }
+  const auto fit = fit_profile_from_metrics(path);
+  EXPECT_EQ(fit[0].distinct_batches, 1);
+  EXPECT_DOUBLE_EQ(fit[0].alpha_s, 0);
+  EXPECT_NEAR(fit[0].beta_s, 0.05, 1e-12);
+  EXPECT_NEAR(fit[1].beta_s, 0.02, 1e-12);
+  {
+    std::ofstream out(path, std::ios::app);
+    out << R"({"batch_sizes": [10], "compute_time": [0.5]})"
+        << "\n";
+  }
+  try {
+    fit_profile_from_metrics(path);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ":6"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dynamix
