@@ -13,7 +13,10 @@ packages=(
   libeigen3-dev                      # small dense linear algebra (least-squares fits)
   libgtest-dev libgmock-dev          # unit tests
   libbenchmark-dev                   # micro-benchmarks
-  zlib1g-dev                         # gzip-compressed IDX files
+  zlib1g-dev                         # gzip-compressed IDX files; checkpoint CRC32
+  clang llvm                         # eBPF programs (clang -target bpf)
+  libbpf-dev libelf-dev bpftool      # eBPF loader, skeletons, vmlinux.h from kernel BTF
+  iproute2                           # network namespaces / netem for the retransmit test
   dataset-fashion-mnist              # real Fashion-MNIST, offline
   python3-matplotlib                 # plots (served to /usr/bin/python3)
 )

@@ -1,0 +1,80 @@
+// DYNAMIX — MPI communicator.
+#include "framework/comm/mpi_communicator.h"
+
+#include <climits>
+
+#include "framework/core/error.h"
+
+namespace dynamix {
+namespace {
+
+// MPI counts are int: split larger buffers into chunks the API can address.
+constexpr size_t kMaxChunk = static_cast<size_t>(INT_MAX) / 8;
+
+}  // namespace
+
+MPI_Datatype mpi_datatype(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return MPI_FLOAT;
+    case DType::kFloat64: return MPI_DOUBLE;
+    case DType::kInt32: return MPI_INT32_T;
+    case DType::kInt64: return MPI_INT64_T;
+    case DType::kUInt8: return MPI_UINT8_T;
+    case DType::kFloat16:
+    case DType::kBFloat16: break;
+  }
+  throw Error(std::string("MPI backend cannot reduce ") + dtype_name(dtype) +
+              " buffers (no MPI type); cast to float32 first");
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+  DYNAMIX_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  DYNAMIX_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+}
+
+void MpiCommunicator::allreduce(void* buffer, size_t count, DType dtype, MPI_Op op) {
+  MPI_Datatype type = mpi_datatype(dtype);
+  auto* bytes = static_cast<char*>(buffer);
+  const size_t elem = dtype_size(dtype);
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min(kMaxChunk, count - done);
+    DYNAMIX_MPI_CHECK(
+        MPI_Allreduce(MPI_IN_PLACE, bytes + done * elem, static_cast<int>(n), type, op, comm_));
+    done += n;
+  }
+}
+
+void MpiCommunicator::allreduce_sum(void* buffer, size_t count, DType dtype) {
+  allreduce(buffer, count, dtype, MPI_SUM);
+}
+
+void MpiCommunicator::allreduce_max(void* buffer, size_t count, DType dtype) {
+  allreduce(buffer, count, dtype, MPI_MAX);
+}
+
+void MpiCommunicator::broadcast(void* buffer, size_t count, DType dtype, int root) {
+  // Broadcast moves bytes, so half types are fine here.
+  auto* bytes = static_cast<char*>(buffer);
+  size_t total = count * dtype_size(dtype);
+  for (size_t done = 0; done < total;) {
+    const size_t n = std::min(kMaxChunk, total - done);
+    DYNAMIX_MPI_CHECK(MPI_Bcast(bytes + done, static_cast<int>(n), MPI_BYTE, root, comm_));
+    done += n;
+  }
+}
+
+void MpiCommunicator::gather(const void* send, size_t bytes, void* recv, int root) {
+  DYNAMIX_CHECK(bytes <= kMaxChunk, "gather of " + std::to_string(bytes) + " bytes per rank is too large");
+  DYNAMIX_MPI_CHECK(MPI_Gather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes),
+                               MPI_BYTE, root, comm_));
+}
+
+void MpiCommunicator::allgather(const void* send, size_t bytes, void* recv) {
+  DYNAMIX_CHECK(bytes <= kMaxChunk, "allgather of " + std::to_string(bytes) + " bytes per rank is too large");
+  DYNAMIX_MPI_CHECK(MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes),
+                                  MPI_BYTE, comm_));
+}
+
+void MpiCommunicator::barrier() { DYNAMIX_MPI_CHECK(MPI_Barrier(comm_)); }
+
+}  // namespace dynamix

@@ -1,0 +1,32 @@
+// DYNAMIX — MPI process lifetime: init/finalize, rank and world, clean abort naming the rank.
+#pragma once
+
+#include <string>
+
+namespace dynamix {
+
+class MpiRuntime {
+ public:
+  // Initializes MPI (thread level FUNNELED: only the main thread calls MPI) unless already up,
+  // and switches MPI_COMM_WORLD to MPI_ERRORS_RETURN so DYNAMIX_MPI_CHECK reports failures.
+  MpiRuntime(int* argc, char*** argv);
+  ~MpiRuntime();  // finalizes if this object initialized MPI
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+  // Node-local rank (ranks sharing this host), for device selection.
+  int local_rank() const { return local_rank_; }
+
+  // Prints "dynamix: rank R: fatal: <message>" to stderr and aborts the whole job.
+  [[noreturn]] static void abort(const std::string& message, int code = 1);
+
+ private:
+  bool owns_ = false;
+  int rank_ = 0;
+  int world_ = 1;
+  int local_rank_ = 0;
+};
+
+}  // namespace dynamix

@@ -1,0 +1,20 @@
+// DYNAMIX — main() for GoogleTest binaries run under mpirun: rank 0 prints, all ranks agree on
+// the exit code (any failing rank fails the test).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  ::testing::InitGoogleTest(&argc, argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+  if (rank != 0) delete listeners.Release(listeners.default_result_printer());
+  const int rc = RUN_ALL_TESTS();
+  int worst = rc;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rc != 0 && rank != 0) std::fprintf(stderr, "rank %d: tests failed\n", rank);
+  MPI_Finalize();
+  return worst;
+}
