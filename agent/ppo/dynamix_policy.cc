@@ -1,0 +1,310 @@
+// DYNAMIX — DynamixPolicy: encode -> reward -> store -> act -> project; PPO on a worker thread.
+#include "agent/ppo/dynamix_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+
+#include "agent/plan_projection.h"
+#include "agent/ppo/actor_critic.h"
+#include "agent/ppo/ppo_learner.h"
+#include "framework/core/error.h"
+
+namespace dynamix {
+namespace {
+
+// b_i in force, clamped into the bounds (monitoring can report 0 or garbage).
+std::vector<int32_t> sanitized_current(const ClusterState& s) {
+  const size_t n = s.nodes.size();
+  const bool max_ok = s.bounds.max.size() <= 1 || s.bounds.max.size() == n;
+  const int32_t lo = std::max<int32_t>(1, s.bounds.min);
+  std::vector<int32_t> cur(n);
+  for (size_t i = 0; i < n; ++i) {
+    int32_t hi = max_ok ? std::max(lo, rank_max(s.bounds, i)) : lo;
+    cur[i] = std::clamp(s.nodes[i].batch_size, lo, max_ok ? hi : std::max(lo, s.nodes[i].batch_size));
+  }
+  return cur;
+}
+
+}  // namespace
+
+DynamixPolicy::DynamixPolicy(DynamixOptions o)
+    : config_(o.ppo),
+      learn_(o.learn),
+      log_(o.log),
+      node_norm_(kNodeFeatures),
+      global_norm_(kGlobalFeatures),
+      reward_(o.ppo.reward),
+      rollout_(std::make_unique<Rollout>()),
+      rng_(o.ppo.seed) {
+  validate(config_);
+  learner_ = std::make_unique<PpoLearner>(config_, kNodeFeatures, kGlobalFeatures);
+  if (!o.checkpoint.empty()) load(o.checkpoint);
+  publish_snapshot();
+  log("dynamix: " +
+      std::string(learn_ ? (o.checkpoint.empty() ? "learning online" : "fine-tuning ") : "inference from ") +
+      o.checkpoint + "\nppo config:\n" + to_string(config_));
+  if (learn_ && config_.background_update) worker_ = std::thread(&DynamixPolicy::worker_loop, this);
+}
+
+DynamixPolicy::~DynamixPolicy() {
+  {
+    std::lock_guard<std::mutex> lk(queue_mutex_);
+    stop_ = true;
+  }
+  queue_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void DynamixPolicy::log(const std::string& line) const {
+  if (log_) *log_ << line << (line.empty() || line.back() != '\n' ? "\n" : "") << std::flush;
+}
+
+DynamixPolicy::NetPtr DynamixPolicy::snapshot() const {
+  std::lock_guard<std::mutex> lk(snapshot_mutex_);
+  return snapshot_;
+}
+
+// Called with learner_mutex_ held (or before the worker exists).
+void DynamixPolicy::publish_snapshot() {
+  ActorCritic copy(kNodeFeatures, kGlobalFeatures, config_.hidden,
+                   static_cast<int64_t>(config_.multipliers.size()), config_.seed);
+  copy_parameters(learner_->net(), copy);
+  copy->eval();
+  std::lock_guard<std::mutex> lk(snapshot_mutex_);
+  snapshot_ = copy.ptr();
+}
+
+BatchPlan DynamixPolicy::decide(const ClusterState& s) {
+  const size_t n = s.nodes.size();
+  if (n == 0) {
+    BatchPlan empty;
+    empty.note = "dynamix: state has no ranks";
+    return empty;
+  }
+  const std::vector<int32_t> current = sanitized_current(s);
+  try {
+    {
+      std::lock_guard<std::mutex> lk(queue_mutex_);
+      if (!update_error_.empty()) {
+        std::string why = "dynamix: ppo update failed (" + update_error_ + "); weights restored";
+        update_error_.clear();
+        return fallback(s, current, why);
+      }
+    }
+    EncodedState enc = encode_state(s);
+    if (!enc.finite) return fallback(s, current, "dynamix: non-finite state: " + enc.problem);
+    // A resized cluster or a restarted run (window 0) begins a new episode.
+    if (!prev_batches_.empty() && (prev_batches_.size() != n || s.window == 0)) {
+      pending_.reset();
+      prev_batches_.clear();
+      reward_.reset();
+    }
+    const auto rows = static_cast<int64_t>(n);
+    if (learn_) {
+      node_norm_.update(enc.node, rows);
+      global_norm_.update(enc.global, 1);
+    }
+    std::vector<float> node = node_norm_.normalize(enc.node, rows, config_.obs_clip);
+    std::vector<float> glob = global_norm_.normalize(enc.global, 1, config_.obs_clip);
+
+    // Inference on the snapshot: never waits for an update.
+    NetPtr net = snapshot();
+    torch::NoGradGuard no_grad;
+    PolicyOutput out = net->forward(torch::from_blob(node.data(), {1, rows, kNodeFeatures}),
+                                    torch::from_blob(glob.data(), {1, kGlobalFeatures}));
+    torch::Tensor logp = torch::log_softmax(out.logits[0], -1).contiguous();  // [N, A]
+    const double value = out.value.item<double>();
+    if (!std::isfinite(value) || !torch::isfinite(logp).all().item<bool>()) {
+      return fallback(s, current, "dynamix: non-finite logits or value");
+    }
+
+    // Reward the previous action with the window it produced, and store its transition.
+    BatchPlan plan;
+    if (!prev_batches_.empty()) {
+      last_reward_ = reward_.reward(s, prev_batches_);
+      plan.reward = last_reward_.total;
+      plan.has_reward = true;
+      if (pending_ && learn_) {
+        pending_->reward = last_reward_.total;
+        push_transition(value);
+      }
+    } else {
+      reward_.observe_first(s);
+    }
+
+    // Act: sample while learning, argmax otherwise; the joint log-prob is the sum over ranks.
+    auto lp = logp.accessor<float, 2>();
+    const int64_t actions = logp.size(1);
+    std::vector<int64_t> chosen(n);
+    std::vector<double> desired(n);
+    plan.actions.resize(n);
+    double joint = 0;
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    for (size_t i = 0; i < n; ++i) {
+      int64_t a = 0;
+      if (learn_) {
+        double u = uniform(rng_), cum = 0;
+        for (a = 0; a < actions - 1; ++a) {
+          cum += std::exp(lp[i][a]);
+          if (u < cum) break;
+        }
+      } else {
+        for (int64_t k = 1; k < actions; ++k) a = lp[i][k] > lp[i][a] ? k : a;
+      }
+      chosen[i] = a;
+      joint += lp[i][a];
+      plan.actions[i] = config_.multipliers[a];
+      desired[i] = current[i] * config_.multipliers[a];
+    }
+    BatchPlan projected = project_plan(desired, current, s.bounds);
+    plan.batch_sizes = std::move(projected.batch_sizes);
+    plan.note = std::move(projected.note);
+
+    if (learn_) {
+      pending_ = std::make_unique<Transition>();
+      pending_->ranks = rows;
+      pending_->node = std::move(node);
+      pending_->global = std::move(glob);
+      pending_->actions = std::move(chosen);
+      pending_->logp = joint;
+      pending_->value = value;
+    }
+    prev_batches_ = current;
+    last_safe_ = plan.batch_sizes;
+    return plan;
+  } catch (const std::exception& e) {
+    auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+    return fallback(s, current,
+                    std::string("dynamix: ") + (c10_error ? c10_error->what_without_backtrace() : e.what()));
+  }
+}
+
+BatchPlan DynamixPolicy::fallback(const ClusterState& s, const std::vector<int32_t>& current,
+                                  const std::string& why) {
+  const size_t n = s.nodes.size();
+  pending_.reset();  // that action's outcome is not attributable any more
+  std::vector<double> desired(current.begin(), current.end());
+  if (last_safe_.size() == n) desired.assign(last_safe_.begin(), last_safe_.end());
+  BatchBounds bounds = s.bounds;
+  std::string extra;
+  if (bounds.max.size() > 1 && bounds.max.size() != n) {
+    bounds.max.clear();
+    extra = "; bounds.max has " + std::to_string(s.bounds.max.size()) + " entries for " + std::to_string(n) +
+            " ranks, ignored";
+  }
+  BatchPlan plan = project_plan(desired, current, bounds);
+  plan.note = why + (plan.note.empty() ? "" : "; " + plan.note) + extra;
+  prev_batches_ = current;
+  last_safe_ = plan.batch_sizes;
+  log(plan.note);
+  return plan;
+}
+
+void DynamixPolicy::push_transition(double next_value) {
+  rollout_->steps.push_back(std::move(*pending_));
+  pending_.reset();
+  if (static_cast<int64_t>(rollout_->steps.size()) >= config_.rollout_windows) hand_off(next_value);
+}
+
+void DynamixPolicy::hand_off(double last_value) {
+  rollout_->last_value = last_value;
+  if (config_.background_update && worker_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lk(queue_mutex_);
+      if (queued_) ++dropped_rollouts_;  // the learner is behind: keep only the freshest data
+      queued_ = std::move(rollout_);
+    }
+    queue_cv_.notify_all();
+  } else {
+    run_update(*rollout_);
+  }
+  rollout_ = std::make_unique<Rollout>();
+}
+
+void DynamixPolicy::worker_loop() {
+  std::unique_lock<std::mutex> lk(queue_mutex_);
+  for (;;) {
+    queue_cv_.wait(lk, [this] { return stop_ || queued_ != nullptr; });
+    if (stop_) return;
+    std::unique_ptr<Rollout> rollout = std::move(queued_);
+    busy_ = true;
+    lk.unlock();
+    run_update(*rollout);
+    lk.lock();
+    busy_ = false;
+    queue_cv_.notify_all();
+  }
+}
+
+void DynamixPolicy::run_update(Rollout& rollout) {
+  std::string error;
+  UpdateStats stats;
+  {
+    std::lock_guard<std::mutex> lk(learner_mutex_);
+    try {
+      stats = learner_->update(rollout);
+      if (!parameters_finite(learner_->net())) throw Error("non-finite weights after the update");
+      publish_snapshot();
+    } catch (const std::exception& e) {
+      auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+      error = c10_error ? c10_error->what_without_backtrace() : e.what();
+      ActorCritic good(snapshot());  // the last published weights are the last good ones
+      copy_parameters(good, learner_->net());
+      learner_->reset_optimizer();
+    }
+  }
+  std::lock_guard<std::mutex> lk(queue_mutex_);
+  if (!error.empty()) {
+    update_error_ = error;
+    return;
+  }
+  ++updates_;
+  last_stats_ = std::make_unique<UpdateStats>(stats);
+  log("dynamix: update " + std::to_string(updates_) + " " + stats.to_string() +
+      (dropped_rollouts_ ? " dropped_rollouts=" + std::to_string(dropped_rollouts_) : ""));
+}
+
+double DynamixPolicy::end_episode(const ClusterState& final_state) {
+  double reward = 0;
+  if (!prev_batches_.empty() && prev_batches_.size() == final_state.nodes.size() &&
+      encode_state(final_state).finite) {
+    last_reward_ = reward_.reward(final_state, prev_batches_);
+    reward = last_reward_.total;
+    if (learn_ && pending_) {
+      pending_->reward = reward;
+      pending_->terminal = true;
+      push_transition(0.0);
+    }
+  }
+  pending_.reset();
+  prev_batches_.clear();
+  reward_.reset();
+  return reward;
+}
+
+void DynamixPolicy::wait_for_updates() {
+  std::unique_lock<std::mutex> lk(queue_mutex_);
+  queue_cv_.wait(lk, [this] { return queued_ == nullptr && !busy_; });
+}
+
+void DynamixPolicy::set_learning(bool learn) {
+  if (learn == learn_) return;
+  learn_ = learn;
+  pending_.reset();
+  if (learn_ && config_.background_update && !worker_.joinable()) {
+    worker_ = std::thread(&DynamixPolicy::worker_loop, this);
+  }
+}
+
+int64_t DynamixPolicy::updates() const {
+  std::lock_guard<std::mutex> lk(queue_mutex_);
+  return updates_;
+}
+
+UpdateStats DynamixPolicy::last_update() const {
+  std::lock_guard<std::mutex> lk(queue_mutex_);
+  return last_stats_ ? *last_stats_ : UpdateStats{};
+}
+
+}  // namespace dynamix

@@ -1,0 +1,115 @@
+// DYNAMIX — the `dynamix` BatchPolicy: PPO over per-rank batch multipliers, learning off-thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/batch_policy.h"
+#include "agent/ppo/ppo_config.h"
+#include "agent/ppo/reward.h"
+#include "agent/ppo/state_encoder.h"
+
+namespace dynamix {
+
+class PpoLearner;
+class ActorCriticImpl;
+struct Rollout;
+struct Transition;
+struct UpdateStats;
+
+struct DynamixOptions {
+  PpoConfig ppo;                // ignored (but for background_update) when `checkpoint` is given
+  bool learn = true;            // false: inference only (argmax actions, frozen normaliser)
+  std::string checkpoint;       // saved policy to start from (learn = true: fine-tune)
+  std::ostream* log = nullptr;  // config at start, one line per update; nullptr = silent
+};
+
+// Modes: learn from scratch (no checkpoint, learn), inference only (checkpoint, !learn),
+// fine-tune (checkpoint, learn). decide() only ever runs inference on a snapshot of the network;
+// updates run on a worker thread (ppo.background_update) and publish a new snapshot when done.
+// Safety: a non-finite state, non-finite logits or a failed update return the last safe plan
+// (re-projected onto the current bounds) with plan.note saying why.
+class DynamixPolicy : public BatchPolicy {
+ public:
+  explicit DynamixPolicy(DynamixOptions options);
+  ~DynamixPolicy() override;
+  DynamixPolicy(const DynamixPolicy&) = delete;
+  DynamixPolicy& operator=(const DynamixPolicy&) = delete;
+
+  std::string name() const override { return "dynamix"; }
+  BatchPlan decide(const ClusterState& state) override;
+
+  // Training checkpoint: weights, optimiser, normaliser, config, reward reference, counters.
+  std::string save_state() const override;
+  void load_state(const std::string& blob) override;
+  // The same content as a file, written to PATH.tmp then renamed (atomic on POSIX).
+  void save(const std::string& path) const;
+  void load(const std::string& path);
+
+  // Episode boundary (simulator): rewards the last action with `final_state`, marks it terminal
+  // (when learning) and returns that reward (0 when there was no action to reward).
+  double end_episode(const ClusterState& final_state);
+  // Blocks until no rollout is queued or being learned from.
+  void wait_for_updates();
+  // Switches between sampling (learning) and argmax (evaluation) without losing the learner.
+  void set_learning(bool learn);
+
+  bool learning() const { return learn_; }
+  const PpoConfig& config() const { return config_; }
+  int64_t updates() const;
+  UpdateStats last_update() const;
+  const RewardTerms& last_reward() const { return last_reward_; }
+  const RunningNorm& node_norm() const { return node_norm_; }
+  const RunningNorm& global_norm() const { return global_norm_; }
+
+ private:
+  using NetPtr = std::shared_ptr<ActorCriticImpl>;
+  NetPtr snapshot() const;
+  void publish_snapshot();
+  BatchPlan fallback(const ClusterState& state, const std::vector<int32_t>& current, const std::string& why);
+  void push_transition(double next_value);
+  void hand_off(double last_value);
+  void worker_loop();
+  void run_update(Rollout& rollout);
+  void write_archive(std::ostream& out) const;
+  void read_archive(std::istream& in);
+  void log(const std::string& line) const;
+
+  PpoConfig config_;
+  bool learn_;
+  std::ostream* log_;
+  std::unique_ptr<PpoLearner> learner_;
+  mutable std::mutex learner_mutex_;   // held by an update and by save/load
+  mutable std::mutex snapshot_mutex_;  // guards snapshot_ (swap only; inference runs unlocked)
+  NetPtr snapshot_;
+
+  // Decision-thread state.
+  RunningNorm node_norm_, global_norm_;
+  RewardTracker reward_;
+  RewardTerms last_reward_;
+  std::unique_ptr<Transition> pending_;  // last action, waiting for its reward
+  std::unique_ptr<Rollout> rollout_;
+  std::vector<int32_t> prev_batches_;  // batches in force when the pending action was taken
+  std::vector<int32_t> last_safe_;
+  std::mt19937_64 rng_;
+
+  // Worker-thread hand-off.
+  mutable std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;
+  std::unique_ptr<Rollout> queued_;
+  bool busy_ = false, stop_ = false;
+  std::string update_error_;
+  std::unique_ptr<UpdateStats> last_stats_;
+  int64_t updates_ = 0, dropped_rollouts_ = 0;
+  std::thread worker_;
+};
+
+}  // namespace dynamix

@@ -1,0 +1,140 @@
+// DYNAMIX — DynamixPolicy persistence: one torch archive for policy files and checkpoint blobs.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "agent/ppo/actor_critic.h"
+#include "agent/ppo/dynamix_policy.h"
+#include "agent/ppo/ppo_learner.h"
+#include "framework/core/error.h"
+
+namespace dynamix {
+namespace {
+
+constexpr const char* kFormat = "dynamix-ppo/1";
+
+std::vector<double> to_vector(const torch::Tensor& t) {
+  auto c = t.to(torch::kDouble).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+}  // namespace
+
+void DynamixPolicy::write_archive(std::ostream& out) const {
+  std::lock_guard<std::mutex> lk(learner_mutex_);
+  torch::serialize::OutputArchive a;
+  a.write("format", c10::IValue(std::string(kFormat)));
+  a.write("config", c10::IValue(to_string(config_)));
+  torch::serialize::OutputArchive net, opt;
+  learner_->net()->save(net);
+  learner_->optimizer().save(opt);
+  a.write("net", net);
+  a.write("optimizer", opt);
+  a.write("norm.node.mean", torch::tensor(node_norm_.mean(), torch::kDouble));
+  a.write("norm.node.var", torch::tensor(node_norm_.var(), torch::kDouble));
+  a.write("norm.node.count", torch::tensor({node_norm_.count()}, torch::kDouble));
+  a.write("norm.global.mean", torch::tensor(global_norm_.mean(), torch::kDouble));
+  a.write("norm.global.var", torch::tensor(global_norm_.var(), torch::kDouble));
+  a.write("norm.global.count", torch::tensor({global_norm_.count()}, torch::kDouble));
+  a.write("reward.reference",
+          torch::tensor({reward_.reference_goodput(), reward_.reference_batch()}, torch::kDouble));
+  {
+    std::lock_guard<std::mutex> q(queue_mutex_);
+    a.write("updates", torch::tensor({updates_}, torch::kLong));
+  }
+  std::ostringstream rng;
+  rng << rng_ << ' ' << learner_->rng();
+  a.write("rng", c10::IValue(rng.str()));
+  a.save_to(out);
+}
+
+void DynamixPolicy::read_archive(std::istream& in) {
+  torch::serialize::InputArchive a;
+  a.load_from(in);
+  c10::IValue v;
+  DYNAMIX_CHECK(a.try_read("format", v) && v.isString() && v.toStringRef() == kFormat,
+                std::string("not a dynamix policy (expected format ") + kFormat + ")");
+  a.read("config", v);
+  PpoConfig loaded = ppo_config_from_string(v.toStringRef());
+  loaded.background_update = config_.background_update;  // a property of this run, not of the policy
+  auto learner = std::make_unique<PpoLearner>(loaded, kNodeFeatures, kGlobalFeatures);
+  torch::serialize::InputArchive net, opt;
+  a.read("net", net);
+  a.read("optimizer", opt);
+  learner->net()->load(net);
+  learner->optimizer().load(opt);
+  auto read = [&a](const char* key) {
+    torch::Tensor t;
+    a.read(key, t);
+    return to_vector(t);
+  };
+  RunningNorm node_norm(kNodeFeatures), global_norm(kGlobalFeatures);
+  node_norm.set(read("norm.node.mean"), read("norm.node.var"), read("norm.node.count").at(0));
+  global_norm.set(read("norm.global.mean"), read("norm.global.var"), read("norm.global.count").at(0));
+  DYNAMIX_CHECK(node_norm.dims() == kNodeFeatures && global_norm.dims() == kGlobalFeatures,
+                "saved normaliser has the wrong number of features");
+  std::vector<double> ref = read("reward.reference");
+  std::vector<double> updates = read("updates");
+  a.read("rng", v);
+  std::istringstream rng(v.toStringRef());
+  rng >> rng_ >> learner->rng();
+
+  std::lock_guard<std::mutex> lk(learner_mutex_);
+  config_ = loaded;
+  learner_ = std::move(learner);
+  node_norm_ = node_norm;
+  global_norm_ = global_norm;
+  reward_ = RewardTracker(config_.reward);
+  if (ref.size() == 2 && ref[0] > 0) reward_.set_reference(ref[0], ref[1]);
+  pending_.reset();
+  rollout_ = std::make_unique<Rollout>();
+  prev_batches_.clear();
+  {
+    std::lock_guard<std::mutex> q(queue_mutex_);
+    updates_ = updates.empty() ? 0 : static_cast<int64_t>(updates[0]);
+  }
+  publish_snapshot();
+}
+
+std::string DynamixPolicy::save_state() const {
+  std::ostringstream out;
+  write_archive(out);
+  return out.str();
+}
+
+void DynamixPolicy::load_state(const std::string& blob) {
+  if (blob.empty()) return;
+  std::istringstream in(blob);
+  try {
+    read_archive(in);
+  } catch (const c10::Error& e) {
+    throw Error("dynamix: cannot read policy state from checkpoint: " +
+                std::string(e.what_without_backtrace()));
+  }
+}
+
+void DynamixPolicy::save(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    DYNAMIX_CHECK(out, "dynamix: cannot write policy file " + tmp);
+    write_archive(out);
+    out.flush();
+    DYNAMIX_CHECK(out, "dynamix: write failed for policy file " + tmp);
+  }
+  DYNAMIX_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "dynamix: cannot rename " + tmp + " to " + path);
+}
+
+void DynamixPolicy::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  DYNAMIX_CHECK(in, "dynamix: cannot open policy file " + path + " (policy.checkpoint)");
+  try {
+    read_archive(in);
+  } catch (const c10::Error& e) {
+    throw Error("dynamix: cannot read policy file " + path + ": " + e.what_without_backtrace());
+  } catch (const Error& e) {
+    throw Error("dynamix: policy file " + path + ": " + e.what());
+  }
+}
+
+}  // namespace dynamix

@@ -1,0 +1,163 @@
+// DYNAMIX — PpoConfig text form (printed at start, stored inside saved policies) and validation.
+#include "agent/ppo/ppo_config.h"
+
+#include <cmath>
+#include <functional>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "framework/core/error.h"
+
+namespace dynamix {
+namespace {
+
+// Shortest of 15..17 significant digits that reads back exactly.
+std::string fmt(double v) {
+  std::string text;
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::ostringstream os;
+    os << std::setprecision(digits) << v;
+    text = os.str();
+    if (std::stod(text) == v) break;
+  }
+  return text;
+}
+
+template <class T>
+std::string join(const std::vector<T>& values) {
+  std::ostringstream os;
+  for (size_t i = 0; i < values.size(); ++i) os << (i ? "," : "") << fmt(static_cast<double>(values[i]));
+  return os.str();
+}
+
+double parse_double(const std::string& key, const std::string& value) {
+  try {
+    size_t used = 0;
+    double v = std::stod(value, &used);
+    if (used == value.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw Error("ppo config: key '" + key + "' expects a number, got '" + value + "'");
+}
+
+std::vector<double> parse_list(const std::string& key, const std::string& value) {
+  std::vector<double> out;
+  std::stringstream ss(value);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(parse_double(key, item));
+  return out;
+}
+
+// One entry per field: how to print it and how to set it from text.
+struct Field {
+  std::function<std::string(const PpoConfig&)> get;
+  std::function<void(PpoConfig&, const std::string&, const std::string&)> set;
+};
+
+template <class T>
+Field scalar(T PpoConfig::*member) {
+  return {[member](const PpoConfig& c) { return fmt(static_cast<double>(c.*member)); },
+          [member](PpoConfig& c, const std::string& k, const std::string& v) {
+            c.*member = static_cast<T>(parse_double(k, v));
+          }};
+}
+
+template <class T>
+Field reward_scalar(T RewardWeights::*member) {
+  return {[member](const PpoConfig& c) { return fmt(c.reward.*member); },
+          [member](PpoConfig& c, const std::string& k, const std::string& v) {
+            c.reward.*member = parse_double(k, v);
+          }};
+}
+
+const std::map<std::string, Field>& fields() {
+  static const std::map<std::string, Field> table = {
+      {"gamma", scalar(&PpoConfig::gamma)},
+      {"gae_lambda", scalar(&PpoConfig::gae_lambda)},
+      {"clip_coef", scalar(&PpoConfig::clip_coef)},
+      {"clip_vloss", scalar(&PpoConfig::clip_vloss)},
+      {"learning_rate", scalar(&PpoConfig::learning_rate)},
+      {"adam_eps", scalar(&PpoConfig::adam_eps)},
+      {"update_epochs", scalar(&PpoConfig::update_epochs)},
+      {"num_minibatches", scalar(&PpoConfig::num_minibatches)},
+      {"vf_coef", scalar(&PpoConfig::vf_coef)},
+      {"ent_coef", scalar(&PpoConfig::ent_coef)},
+      {"max_grad_norm", scalar(&PpoConfig::max_grad_norm)},
+      {"target_kl", scalar(&PpoConfig::target_kl)},
+      {"norm_adv", scalar(&PpoConfig::norm_adv)},
+      {"rollout_windows", scalar(&PpoConfig::rollout_windows)},
+      {"background_update", scalar(&PpoConfig::background_update)},
+      {"hidden",
+       {[](const PpoConfig& c) { return join(c.hidden); },
+        [](PpoConfig& c, const std::string& k, const std::string& v) {
+          c.hidden.clear();
+          for (double h : parse_list(k, v)) c.hidden.push_back(static_cast<int64_t>(h));
+        }}},
+      {"multipliers",
+       {[](const PpoConfig& c) { return join(c.multipliers); },
+        [](PpoConfig& c, const std::string& k, const std::string& v) { c.multipliers = parse_list(k, v); }}},
+      {"obs_clip", scalar(&PpoConfig::obs_clip)},
+      {"reward.efficiency", reward_scalar(&RewardWeights::efficiency)},
+      {"reward.instability", reward_scalar(&RewardWeights::instability)},
+      {"reward.churn", reward_scalar(&RewardWeights::churn)},
+      {"reward.generalization", reward_scalar(&RewardWeights::generalization)},
+      {"reward.spike_threshold", reward_scalar(&RewardWeights::spike_threshold)},
+      {"seed",
+       {[](const PpoConfig& c) { return std::to_string(c.seed); },
+        [](PpoConfig& c, const std::string& k, const std::string& v) {
+          DYNAMIX_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos,
+                        "ppo config: key '" + k + "' expects an unsigned integer, got '" + v + "'");
+          c.seed = std::stoull(v);
+        }}},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::string to_string(const PpoConfig& config) {
+  std::ostringstream os;
+  for (const auto& [key, field] : fields()) os << key << "=" << field.get(config) << "\n";
+  return os.str();
+}
+
+PpoConfig ppo_config_from_string(const std::string& text) {
+  PpoConfig config;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) {
+    if (line.empty()) continue;
+    auto eq = line.find('=');
+    DYNAMIX_CHECK(eq != std::string::npos, "ppo config: line '" + line + "' is not key=value");
+    std::string key = line.substr(0, eq);
+    auto it = fields().find(key);
+    DYNAMIX_CHECK(it != fields().end(), "ppo config: unknown key '" + key + "'");
+    it->second.set(config, key, line.substr(eq + 1));
+  }
+  validate(config);
+  return config;
+}
+
+void validate(const PpoConfig& c) {
+  auto check = [](bool ok, const std::string& key, const std::string& expected) {
+    DYNAMIX_CHECK(ok, "ppo config: '" + key + "' must be " + expected);
+  };
+  check(c.gamma >= 0 && c.gamma <= 1, "gamma", "in [0, 1]");
+  check(c.gae_lambda >= 0 && c.gae_lambda <= 1, "gae_lambda", "in [0, 1]");
+  check(c.clip_coef > 0, "clip_coef", "> 0");
+  check(c.learning_rate > 0, "learning_rate", "> 0");
+  check(c.adam_eps > 0, "adam_eps", "> 0");
+  check(c.update_epochs >= 1, "update_epochs", ">= 1");
+  check(c.num_minibatches >= 1, "num_minibatches", ">= 1");
+  check(c.rollout_windows >= c.num_minibatches, "rollout_windows", ">= num_minibatches");
+  check(c.vf_coef >= 0 && c.ent_coef >= 0, "vf_coef/ent_coef", ">= 0");
+  check(c.max_grad_norm > 0, "max_grad_norm", "> 0");
+  check(!c.hidden.empty(), "hidden", "a non-empty list of layer widths");
+  for (int64_t h : c.hidden) check(h >= 1, "hidden", "positive widths");
+  check(c.multipliers.size() >= 2, "multipliers", "a list of at least 2 factors");
+  for (double m : c.multipliers) check(std::isfinite(m) && m > 0, "multipliers", "finite and > 0");
+  check(c.obs_clip > 0, "obs_clip", "> 0");
+}
+
+}  // namespace dynamix

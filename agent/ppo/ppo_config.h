@@ -1,0 +1,56 @@
+// DYNAMIX — every PPO hyper-parameter and reward weight in one place, printed at start and saved.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dynamix {
+
+// Weights of the per-window reward terms (see agent/ppo/reward.h and docs/AGENT.md).
+struct RewardWeights {
+  double efficiency = 1.0;        // goodput relative to the episode's reference window
+  double instability = 0.5;       // loss spikes and gradient-norm-variance jumps
+  double churn = 0.1;             // mean relative size of the batch change
+  double generalization = 0.1;    // improvement of test accuracy or training loss
+  double spike_threshold = 0.05;  // loss rises below this relative amount are noise, not spikes
+};
+
+// PPO as in CleanRL's ppo.py, with the literature's defaults.
+struct PpoConfig {
+  // Optimisation.
+  double gamma = 0.99;       // discount
+  double gae_lambda = 0.95;  // GAE(lambda)
+  double clip_coef = 0.2;    // ratio clip (also the value clip when clip_vloss)
+  bool clip_vloss = true;    // clipped value loss
+  double learning_rate = 3e-4;
+  double adam_eps = 1e-5;
+  int64_t update_epochs = 4;
+  int64_t num_minibatches = 4;
+  double vf_coef = 0.5;
+  double ent_coef = 0.01;
+  double max_grad_norm = 0.5;
+  double target_kl = 0.02;        // stop the epochs once approx-KL exceeds it (<= 0: never)
+  bool norm_adv = true;           // (adv - mean) / (std + 1e-8) over the rollout
+  int64_t rollout_windows = 64;   // transitions (decision windows) per update
+  bool background_update = true;  // update on a worker thread; false = inside decide()
+
+  // Network: one MLP shared by all ranks, one for the value.
+  std::vector<int64_t> hidden = {64, 64};
+  std::vector<double> multipliers = {0.75, 0.9, 1.0, 1.1, 1.33};  // action set per rank
+
+  // Observation normalisation.
+  double obs_clip = 5.0;
+
+  RewardWeights reward;
+  uint64_t seed = 1;
+};
+
+// "key=value" lines, one per field (multipliers and hidden as comma lists).
+std::string to_string(const PpoConfig& config);
+// Inverse of to_string; unknown keys or bad values throw dynamix::Error naming the key.
+PpoConfig ppo_config_from_string(const std::string& text);
+// Throws dynamix::Error naming the field when a value is impossible.
+void validate(const PpoConfig& config);
+
+}  // namespace dynamix

@@ -1,0 +1,63 @@
+// DYNAMIX — rollout storage and the PPO update (CleanRL's ppo.py, top to bottom).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "agent/ppo/actor_critic.h"
+#include "agent/ppo/ppo_config.h"
+
+namespace dynamix {
+
+// One decision window: the normalised observation, the joint action, and what followed.
+struct Transition {
+  int64_t ranks = 0;
+  std::vector<float> node;       // ranks x node_dim, normalised
+  std::vector<float> global;     // global_dim, normalised
+  std::vector<int64_t> actions;  // action index per rank
+  double logp = 0;               // joint log-probability under the acting network
+  double value = 0;              // V(s) under the acting network
+  double reward = 0;             // reward of the window that ran under this action
+  bool terminal = false;         // the episode ended after this transition
+};
+
+struct Rollout {
+  std::vector<Transition> steps;
+  double last_value = 0;  // V of the state following the last transition (ignored when terminal)
+};
+
+struct UpdateStats {
+  double policy_loss = 0, value_loss = 0, entropy = 0, approx_kl = 0, clipfrac = 0;
+  double explained_variance = 0, mean_reward = 0;
+  int64_t epochs = 0, minibatches = 0, transitions = 0;
+  bool early_stop = false;  // target KL reached
+  std::string to_string() const;
+};
+
+// Owns the training network and its Adam optimiser.
+class PpoLearner {
+ public:
+  PpoLearner(const PpoConfig& config, int64_t node_dim, int64_t global_dim);
+
+  UpdateStats update(const Rollout& rollout);
+  // Fresh Adam moments (after a failed update left them non-finite).
+  void reset_optimizer();
+
+  ActorCritic& net() { return net_; }
+  torch::optim::Adam& optimizer() { return *optimizer_; }
+  const PpoConfig& config() const { return config_; }
+  std::mt19937_64& rng() { return rng_; }
+
+ private:
+  PpoConfig config_;
+  ActorCritic net_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace dynamix

@@ -1,0 +1,81 @@
+// DYNAMIX — per-window reward: goodput vs reference, instability, churn, generalization.
+#include "agent/ppo/reward.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dynamix {
+namespace {
+
+double clip(double v, double lo, double hi) { return std::isfinite(v) ? std::min(hi, std::max(lo, v)) : 0.0; }
+
+double global_batch(const ClusterState& s) {
+  double b = 0;
+  for (const auto& n : s.nodes) b += std::max(0, n.batch_size);
+  return b;
+}
+
+}  // namespace
+
+double window_goodput(const ClusterState& s, double ref_batch) {
+  double step = 0;
+  for (const auto& n : s.nodes)
+    step = std::max(step, n.data_s + n.compute_s + n.wait_s + n.comm_s + n.optimizer_s);
+  double b = global_batch(s);
+  if (!(step > 0) || !std::isfinite(step) || b <= 0) return 0;
+  double eff = 1.0;
+  double noise = s.global.noise_scale;
+  if (ref_batch > 0 && noise > 0 && std::isfinite(noise)) eff = (noise + ref_batch) / (noise + b);
+  return b / step * eff;
+}
+
+void RewardTracker::set_reference(double goodput, double batch) {
+  ref_goodput_ = goodput;
+  ref_batch_ = batch;
+  has_ref_ = goodput > 0;
+}
+
+void RewardTracker::observe_first(const ClusterState& s) {
+  ref_batch_ = global_batch(s);
+  ref_goodput_ = window_goodput(s, ref_batch_);
+  has_ref_ = ref_goodput_ > 0;
+  prev_gvar_ = s.global.grad_norm_variance;
+  prev_accuracy_ = s.global.last_test_accuracy;
+}
+
+RewardTerms RewardTracker::reward(const ClusterState& s, const std::vector<int32_t>& prev) {
+  if (!has_ref_) {  // nothing to compare with yet (e.g. a zero-time first window)
+    observe_first(s);
+    return {};
+  }
+  RewardTerms t;
+  t.goodput = window_goodput(s, ref_batch_);
+  t.efficiency = clip(t.goodput / ref_goodput_ - 1.0, -10, 10);
+
+  const auto& g = s.global;
+  double spike = std::max(0.0, clip(g.loss_trend, -10, 10) - w_.spike_threshold);
+  double jump = 0;
+  if (prev_gvar_ > 0 && g.grad_norm_variance > 0)
+    jump = std::max(0.0, std::log(g.grad_norm_variance / prev_gvar_));
+  t.instability = clip(spike + jump, 0, 10);
+
+  double churn = 0;
+  size_t n = std::min(prev.size(), s.nodes.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (prev[i] > 0) churn += std::abs(s.nodes[i].batch_size - prev[i]) / static_cast<double>(prev[i]);
+  }
+  t.churn = n ? clip(churn / n, 0, 10) : 0;
+
+  if (prev_accuracy_ >= 0 && g.last_test_accuracy >= 0) {
+    t.generalization = clip(g.last_test_accuracy - prev_accuracy_, -1, 1);
+  } else {
+    t.generalization = clip(-g.loss_trend, -1, 1);
+  }
+  t.total = w_.efficiency * t.efficiency - w_.instability * t.instability - w_.churn * t.churn +
+            w_.generalization * t.generalization;
+  if (std::isfinite(g.grad_norm_variance)) prev_gvar_ = g.grad_norm_variance;
+  if (std::isfinite(g.last_test_accuracy)) prev_accuracy_ = g.last_test_accuracy;
+  return t;
+}
+
+}  // namespace dynamix

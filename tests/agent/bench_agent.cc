@@ -1,0 +1,73 @@
+// DYNAMIX — decision latency of the dynamix policy (state encoding + inference + projection).
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+#include "agent/ppo/dynamix_policy.h"
+
+namespace dynamix {
+namespace {
+
+ClusterState make_state(int n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0.5, 1.5);
+  ClusterState s;
+  s.bounds.min = 1;
+  s.bounds.max = {1024};
+  s.bounds.fixed_global = true;
+  s.bounds.global_batch = 32 * n;
+  s.bounds.max_change = 0.5;
+  s.nodes.resize(n);
+  for (int i = 0; i < n; ++i) {
+    NodeRecord& r = s.nodes[i];
+    r.rank = i;
+    r.batch_size = 32;
+    r.batch_max = 1024;
+    r.compute_s = 0.02 * u(rng);
+    r.comm_s = 0.01;
+    r.wait_s = 0.005 * u(rng);
+    r.samples_per_s = r.batch_size / r.compute_s;
+    r.gpu_util = 0.8;
+    r.gpu_mem_total_bytes = 16e9;
+    r.gpu_mem_used_bytes = 8e9;
+    r.net_tx_bytes_per_s = 1e9 * u(rng);
+    r.net_srtt_us = 50;
+  }
+  s.global.global_batch = 32 * n;
+  s.global.noise_scale = 300;
+  s.global.step_time_spread = 1.5;
+  return s;
+}
+
+// Inference only (a loaded policy): what a training step waits for every window.
+void BM_DecideInference(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  DynamixOptions o;
+  o.learn = false;
+  DynamixPolicy policy(o);
+  std::mt19937_64 rng(1);
+  ClusterState s = make_state(n, rng);
+  for (auto _ : st) benchmark::DoNotOptimize(policy.decide(s));
+  st.SetLabel(std::to_string(n) + " ranks");
+}
+BENCHMARK(BM_DecideInference)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// Online learning: adds reward, transition storage and hand-off; PPO updates run on the worker.
+void BM_DecideLearning(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  DynamixOptions o;
+  o.learn = true;
+  DynamixPolicy policy(o);
+  std::mt19937_64 rng(1);
+  ClusterState s = make_state(n, rng);
+  for (auto _ : st) {
+    BatchPlan p = policy.decide(s);
+    for (int i = 0; i < n; ++i) s.nodes[i].batch_size = p.batch_sizes[i];
+  }
+  st.SetLabel(std::to_string(n) + " ranks, " + std::to_string(policy.updates()) + " updates");
+}
+BENCHMARK(BM_DecideLearning)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace dynamix
+
+BENCHMARK_MAIN();

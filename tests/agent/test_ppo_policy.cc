@@ -1,0 +1,229 @@
+// DYNAMIX — DynamixPolicy: plans stay feasible for random and adversarial states; save/load.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "agent/plan_projection.h"
+#include "agent/ppo/dynamix_policy.h"
+#include "agent/ppo/ppo_learner.h"
+
+namespace dynamix {
+namespace {
+
+ClusterState random_state(std::mt19937_64& rng, int n, int64_t window) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  ClusterState s;
+  s.window = window;
+  s.bounds.min = 1 + static_cast<int32_t>(u(rng) * 4);
+  s.bounds.max.resize(n);
+  for (auto& m : s.bounds.max) m = 32 + static_cast<int32_t>(u(rng) * 200);
+  s.bounds.fixed_global = u(rng) < 0.7;
+  s.bounds.global_batch = n * (8 + static_cast<int32_t>(u(rng) * 24));
+  s.bounds.max_change = u(rng) < 0.2 ? 0.0 : 0.5;
+  s.nodes.resize(n);
+  for (int i = 0; i < n; ++i) {
+    NodeRecord& r = s.nodes[i];
+    r.rank = i;
+    r.batch_size = 1 + static_cast<int32_t>(u(rng) * 64);
+    r.batch_max = s.bounds.max[i];
+    r.compute_s = 0.01 + 0.1 * u(rng);
+    r.wait_s = 0.05 * u(rng);
+    r.comm_s = 0.02;
+    r.samples_per_s = r.batch_size / r.compute_s;
+    r.gpu_util = u(rng);
+    r.cpu_util_machine = u(rng);
+    r.gpu_mem_total_bytes = 16e9;
+    r.gpu_mem_used_bytes = 16e9 * u(rng);
+    r.net_tx_bytes_per_s = 1e9 * u(rng);
+    r.net_srtt_us = 100 * u(rng);
+  }
+  s.global.progress = u(rng);
+  s.global.loss = 2 * u(rng);
+  s.global.loss_trend = u(rng) - 0.6;
+  s.global.grad_sq_norm = u(rng);
+  s.global.grad_norm_variance = u(rng);
+  s.global.noise_scale = 500 * u(rng);
+  s.global.step_time_spread = 1 + 3 * u(rng);
+  return s;
+}
+
+// Every double of the record and the global stats set to `v` (adversarial states).
+void poison(ClusterState& s, double v, std::mt19937_64& rng, bool everything) {
+  for (auto& r : s.nodes) {
+    double* fields[] = {&r.compute_s,
+                        &r.comm_s,
+                        &r.wait_s,
+                        &r.data_s,
+                        &r.optimizer_s,
+                        &r.samples_per_s,
+                        &r.grad_sq_norm,
+                        &r.cpu_util_machine,
+                        &r.gpu_util,
+                        &r.gpu_mem_total_bytes,
+                        &r.mem_available_bytes,
+                        &r.net_tx_bytes_per_s,
+                        &r.net_retransmits_per_s,
+                        &r.net_srtt_us};
+    if (everything) {
+      for (double* f : fields) *f = v;
+    } else {
+      *fields[rng() % (sizeof(fields) / sizeof(fields[0]))] = v;
+    }
+  }
+  if (everything) {
+    s.global.loss = s.global.loss_trend = s.global.grad_norm_variance = s.global.noise_scale = v;
+    s.global.step_time_spread = s.global.progress = v;
+  }
+}
+
+void expect_feasible(const BatchPlan& p, const ClusterState& s, const std::string& what) {
+  ASSERT_EQ(p.batch_sizes.size(), s.nodes.size()) << what;
+  int64_t sum = 0, sum_lo = 0, sum_hi = 0;
+  const int32_t lo = std::max(1, s.bounds.min);
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    EXPECT_GE(p.batch_sizes[i], lo) << what << " rank " << i;
+    EXPECT_LE(p.batch_sizes[i], rank_max(s.bounds, i)) << what << " rank " << i;
+    sum += p.batch_sizes[i];
+    sum_lo += lo;
+    sum_hi += rank_max(s.bounds, i);
+  }
+  if (s.bounds.fixed_global && s.bounds.global_batch >= sum_lo && s.bounds.global_batch <= sum_hi) {
+    EXPECT_EQ(sum, s.bounds.global_batch) << what;
+  }
+}
+
+PpoConfig small_config(bool background) {
+  PpoConfig c;
+  c.hidden = {16, 16};
+  c.rollout_windows = 8;
+  c.num_minibatches = 2;
+  c.background_update = background;
+  c.seed = 5;
+  return c;
+}
+
+TEST(DynamixPolicy, PlansStayFeasibleForRandomAndAdversarialStates) {
+  DynamixOptions o;
+  o.ppo = small_config(/*background=*/true);
+  DynamixPolicy policy(o);
+  EXPECT_EQ(policy.name(), "dynamix");
+  std::mt19937_64 rng(17);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const double adversarial[] = {0.0, 1e300, -1e300, nan, inf, -inf, 1e-300};
+  int fallbacks = 0;
+  for (int k = 0; k < 200; ++k) {
+    const int n = (k / 50) % 2 ? 32 : 4;  // the cluster changes size along the way
+    ClusterState s = random_state(rng, n, k);
+    std::string what = "state " + std::to_string(k);
+    if (k % 5 == 3) {
+      double v = adversarial[(k / 5) % 7];
+      poison(s, v, rng, k % 2 == 0);
+      what += " poisoned with " + std::to_string(v);
+    }
+    if (k % 23 == 7) {  // zeros everywhere, batch sizes included
+      for (auto& r : s.nodes) r = NodeRecord{};
+      s.global = GlobalStats{};
+      what += " all zero";
+    }
+    BatchPlan p = policy.decide(s);
+    expect_feasible(p, s, what);
+    bool non_finite = false;
+    for (const auto& r : s.nodes) non_finite |= !std::isfinite(r.compute_s) || !std::isfinite(r.net_srtt_us);
+    if (non_finite) {
+      EXPECT_NE(p.note.find("non-finite"), std::string::npos) << what << ": " << p.note;
+      ++fallbacks;
+    }
+  }
+  EXPECT_GT(fallbacks, 0);
+  policy.wait_for_updates();
+  EXPECT_GT(policy.updates(), 0);  // learning went on in the background among the bad states
+}
+
+TEST(DynamixPolicy, FirstDecisionOnNaNStateFallsBackToCurrentPlan) {
+  DynamixOptions o;
+  o.ppo = small_config(false);
+  DynamixPolicy policy(o);
+  std::mt19937_64 rng(1);
+  ClusterState s = random_state(rng, 4, 0);
+  s.bounds.fixed_global = true;
+  s.bounds.max_change = 0.5;
+  s.bounds.min = 1;
+  s.bounds.max.assign(4, 256);
+  for (int i = 0; i < 4; ++i) s.nodes[i].batch_size = 10 * (i + 1);
+  s.bounds.global_batch = 100;
+  s.global.loss_trend = std::numeric_limits<double>::quiet_NaN();
+  BatchPlan p = policy.decide(s);
+  EXPECT_EQ(p.batch_sizes, (std::vector<int32_t>{10, 20, 30, 40}));
+  EXPECT_NE(p.note.find("loss_trend"), std::string::npos) << p.note;
+}
+
+TEST(DynamixPolicy, SaveLoadRoundTripGivesIdenticalActions) {
+  DynamixOptions o;
+  o.ppo = small_config(false);
+  DynamixPolicy trained(o);
+  std::mt19937_64 rng(23);
+  for (int k = 0; k < 40; ++k) trained.decide(random_state(rng, 8, k));  // several updates
+  ASSERT_GT(trained.updates(), 0);
+  const std::string path = ::testing::TempDir() + "dynamix_policy_roundtrip.pt";
+  trained.save(path);
+  trained.set_learning(false);
+
+  DynamixOptions inference;
+  inference.ppo.background_update = false;  // a run property, kept from the caller on load
+  inference.learn = false;
+  inference.checkpoint = path;
+  DynamixPolicy loaded(inference);
+  EXPECT_EQ(to_string(loaded.config()), to_string(trained.config()));
+  EXPECT_EQ(loaded.node_norm().mean(), trained.node_norm().mean());
+  EXPECT_EQ(loaded.updates(), trained.updates());
+
+  DynamixPolicy from_blob(DynamixOptions{small_config(false), false, "", nullptr});
+  from_blob.load_state(trained.save_state());
+
+  for (int k = 0; k < 20; ++k) {
+    ClusterState s = random_state(rng, k % 2 ? 4 : 16, k);
+    BatchPlan a = trained.decide(s), b = loaded.decide(s), c = from_blob.decide(s);
+    EXPECT_EQ(a.actions, b.actions);
+    EXPECT_EQ(a.batch_sizes, b.batch_sizes);
+    EXPECT_EQ(a.actions, c.actions);
+  }
+  std::remove(path.c_str());
+  EXPECT_THROW(DynamixPolicy(DynamixOptions{small_config(false), false, path, nullptr}), std::exception);
+}
+
+TEST(DynamixPolicy, RewardFollowsGoodputAgainstTheFirstWindow) {
+  DynamixOptions o;
+  o.ppo = small_config(false);
+  o.learn = false;
+  DynamixPolicy policy(o);
+  ClusterState s;
+  s.bounds.max.assign(2, 100);
+  s.bounds.global_batch = 40;
+  s.nodes.resize(2);
+  for (auto& r : s.nodes) {
+    r.batch_size = 20;
+    r.compute_s = 0.1;
+    r.wait_s = 0.0;
+  }
+  BatchPlan first = policy.decide(s);
+  EXPECT_FALSE(first.has_reward);
+  s.nodes[0].batch_size = first.batch_sizes[0];
+  s.nodes[1].batch_size = first.batch_sizes[1];
+  s.window = 1;
+  for (auto& r : s.nodes) r.compute_s = 0.05;  // twice as fast: efficiency term +1
+  BatchPlan second = policy.decide(s);
+  ASSERT_TRUE(second.has_reward);
+  const double churn = (std::abs(first.batch_sizes[0] - 20) + std::abs(first.batch_sizes[1] - 20)) / 40.0;
+  EXPECT_NEAR(policy.last_reward().efficiency, 1.0, 1e-9);
+  EXPECT_NEAR(second.reward, 1.0 - 0.1 * churn, 1e-9);
+
+  s.window = 0;  // a restarted run: new episode, this window becomes the reference again
+  EXPECT_FALSE(policy.decide(s).has_reward);
+}
+
+}  // namespace
+}  // namespace dynamix
