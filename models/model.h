@@ -1,0 +1,32 @@
+// DYNAMIX — the model interface every network in models/ implements, and what it is built from.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dynamix {
+
+// What a model is built for: the per-sample input shape and the output size.
+struct ModelSpec {
+  std::vector<int64_t> input_shape;  // per sample: {C,H,W} images, {seq_len} tokens
+  int64_t num_classes = 10;          // classes; for task "mlm" the vocab size
+  std::string task = "classify";     // "classify" | "mlm"
+};
+
+// A trainable network with one tensor in and logits out.
+class Model : public torch::nn::Module {
+ public:
+  // Logits: [N, num_classes] for classify, [N, L, vocab] for mlm.
+  virtual torch::Tensor forward(torch::Tensor x) = 0;
+};
+
+using ModelPtr = std::shared_ptr<Model>;
+
+// Number of scalar parameters (buffers such as BatchNorm running statistics excluded).
+int64_t count_parameters(const torch::nn::Module& m);
+
+}  // namespace dynamix
