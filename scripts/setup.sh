@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev                       # LibTorch (CPU build in Debian): models, autograd, optimizers
+  libopenblas0-openmp                # fast BLAS for LibTorch (the reference libblas3 is ~20x slower)
   libopenmpi-dev openmpi-bin         # MPI runtime and collectives
   libyaml-cpp-dev                    # YAML configs
   nlohmann-json3-dev                 # JSON outputs and checkpoint metadata

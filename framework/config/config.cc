@@ -26,7 +26,7 @@ Fields dataset_fields(DatasetConfig& d, const YamlReader& r) {
   return {
       {"name",
        [&](const Node& v, const Path& p) {
-         d.name = r.choice(v, p, {"fashion_mnist", "mnist", "cifar10", "cifar100", "synthetic", "text"});
+         d.name = r.choice(v, p, {"fashion_mnist", "mnist", "cifar10", "cifar100", "synthetic", "synthetic_tokens", "text"});
        }},
       {"path", [&](const Node& v, const Path& p) { d.path = r.string(v, p); }},
       {"augment", [&](const Node& v, const Path& p) { d.augment = r.boolean(v, p); }},

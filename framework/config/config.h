@@ -11,7 +11,7 @@
 namespace dynamix {
 
 struct DatasetConfig {
-  std::string name = "fashion_mnist";  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic | text
+  std::string name = "fashion_mnist";  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic | synthetic_tokens | text
   std::string path;                    // directory or file; default per dataset (fashion_mnist: /usr/share/datasets/fashion-mnist)
   bool augment = false;                // CIFAR-style random crop + flip on the training set
   // synthetic / text only:

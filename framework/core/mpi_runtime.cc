@@ -28,6 +28,7 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   MPI_Comm local;
   DYNAMIX_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
   DYNAMIX_MPI_CHECK(MPI_Comm_rank(local, &local_rank_));
+  DYNAMIX_MPI_CHECK(MPI_Comm_size(local, &local_size_));
   MPI_Comm_free(&local);
 }
 

@@ -18,6 +18,7 @@ class MpiRuntime {
   int world() const { return world_; }
   // Node-local rank (ranks sharing this host), for device selection.
   int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
 
   // Prints "dynamix: rank R: fatal: <message>" to stderr and aborts the whole job.
   [[noreturn]] static void abort(const std::string& message, int code = 1);
@@ -27,6 +28,7 @@ class MpiRuntime {
   int rank_ = 0;
   int world_ = 1;
   int local_rank_ = 0;
+  int local_size_ = 1;
 };
 
 }  // namespace dynamix

@@ -47,7 +47,7 @@ TEST(ConfigFiles, FashionMnistHeteroExample) {
   const Config c = load_config(std::string(DYNAMIX_SOURCE_DIR) + "/configs/fashion_mnist_hetero.yaml");
   EXPECT_EQ(c.model, "cnn");
   EXPECT_EQ(c.dataset.name, "fashion_mnist");
-  EXPECT_EQ(initial_batches(c, 4), (std::vector<int32_t>{64, 64, 64, 64}));
+  EXPECT_EQ(initial_batches(c, 4), (std::vector<int32_t>{32, 32, 32, 32}));
   EXPECT_EQ(c.hetero.slowdown, (std::vector<double>{1.0, 1.0, 1.5, 2.5}));
   EXPECT_EQ(c.train.target_accuracy, 0.85);
   EXPECT_EQ(c.output.dir, "runs/fashion_mnist_hetero");

@@ -1,0 +1,103 @@
+// DYNAMIX — `dynamix bench step`: one rank, the framework's step (sampler, data, forward/backward,
+// bucketed weighted allreduce path, optimizer, statistics) vs a bare LibTorch loop on the same
+// model, batch and optimizer. Repeats alternate between the two to share machine noise.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+
+#include "framework/cli/commands.h"
+#include "framework/comm/mpi_communicator.h"
+#include "framework/core/error.h"
+#include "framework/core/mpi_runtime.h"
+#include "framework/train/trainer.h"
+#include "models/registry.h"
+
+namespace dynamix {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const char* kDefaultConfig = R"(
+model: cnn
+dataset: {name: synthetic, shape: [1, 28, 28], classes: 10, train_size: 8192, test_size: 256}
+batch: {init: 64}
+train: {optimizer: sgd, lr: 0.01, momentum: 0.9, max_steps: 1000000, epochs: 1000}
+output: {dir: runs/bench_step}
+)";
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
+  MpiRuntime runtime(argc, argv);
+  MpiCommunicator comm;
+  if (comm.size() != 1) {
+    if (comm.rank() == 0) std::fprintf(stderr, "dynamix: error: bench step runs on 1 rank\n");
+    return 2;
+  }
+  try {
+    Config config = cmd.config.empty() ? parse_config(kDefaultConfig, "bench step default", cmd.overrides)
+                                       : load_config(cmd.config, cmd.overrides);
+    TrainOptions opts;
+    opts.quiet = true;
+    opts.write_outputs = false;
+    Trainer trainer(config, comm, opts);
+    trainer.setup();
+    trainer.prepare();
+
+    // The bare loop: same architecture, optimizer and data, nothing else.
+    torch::manual_seed(config.train.seed);
+    ModelSpec spec{trainer.train_set().sample_shape(), trainer.train_set().num_classes(),
+                   trainer.train_set().task()};
+    ModelPtr bare = make_model(config.model, spec);
+    torch::optim::SGD bare_opt(bare->parameters(), torch::optim::SGDOptions(config.train.lr)
+                                                       .momentum(config.train.momentum)
+                                                       .weight_decay(config.train.weight_decay));
+    const int64_t b = trainer.plan()[0];
+    const int64_t n = trainer.train_set().size();
+    int64_t cursor = 0;
+    auto bare_step = [&] {
+      std::vector<int64_t> idx(static_cast<size_t>(b));
+      for (auto& i : idx) i = cursor++ % n;
+      Batch batch = trainer.train_set().get(idx, 0);
+      bare_opt.zero_grad();
+      auto logits = bare->forward(batch.inputs);
+      auto loss = torch::nn::functional::cross_entropy(logits, batch.targets);
+      loss.backward();
+      bare_opt.step();
+      (void)loss.item<double>();
+    };
+    for (int i = 0; i < cmd.warmup; ++i) {
+      trainer.step();
+      bare_step();
+    }
+    std::vector<double> fw, raw;
+    for (int r = 0; r < cmd.repeats; ++r) {
+      auto t0 = Clock::now();
+      for (int i = 0; i < cmd.steps; ++i) trainer.step();
+      fw.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / cmd.steps);
+      t0 = Clock::now();
+      for (int i = 0; i < cmd.steps; ++i) bare_step();
+      raw.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / cmd.steps);
+    }
+    const double f = median(fw), r = median(raw);
+    std::printf("# dynamix bench step: model %s, batch %lld, optimizer %s, %d threads, %d x %d steps\n",
+                config.model.c_str(), static_cast<long long>(b), config.train.optimizer.c_str(),
+                torch::get_num_threads(), cmd.repeats, cmd.steps);
+    std::printf("%-12s %12s %14s\n", "loop", "step(ms)", "samples/s");
+    std::printf("%-12s %12.3f %14.1f\n", "dynamix", f * 1e3, b / f);
+    std::printf("%-12s %12.3f %14.1f\n", "bare", r * 1e3, b / r);
+    std::printf("ratio dynamix/bare = %.4f (goal <= 1.03)\n", f / r);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dynamix: error: %s\n", brief_error(e).c_str());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace dynamix

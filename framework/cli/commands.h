@@ -1,0 +1,59 @@
+// DYNAMIX — the subcommands of the `dynamix` executable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dynamix {
+
+struct TrainCommand {
+  std::string config;
+  std::vector<std::string> overrides;
+  bool resume = false;
+  bool overwrite = false;
+};
+
+struct BenchAllreduceCommand {
+  int64_t min_bytes = 1024;
+  int64_t max_bytes = 256LL << 20;
+  int iters = 0;  // 0 = automatic (more for small sizes)
+  double bucket_mb = 25.0;
+};
+
+struct BenchStepCommand {
+  std::string config;
+  std::vector<std::string> overrides;
+  int steps = 60;
+  int warmup = 10;
+  int repeats = 3;
+};
+
+struct SimCommand {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::vector<std::string> policies;  // empty = the runner's default set
+};
+
+struct PretrainCommand {
+  int64_t episodes = 300;
+  uint64_t seed = 1;
+  int32_t min_nodes = 4, max_nodes = 64;
+  std::string output;      // where the trained policy is saved
+  std::string checkpoint;  // start from this policy (fine-tune)
+};
+
+// Each returns the process exit code. `argc/argv` go to MPI_Init where MPI is used.
+int run_train(const TrainCommand& cmd, int* argc, char*** argv);
+int run_bench_allreduce(const BenchAllreduceCommand& cmd, int* argc, char*** argv);
+int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv);
+int run_inspect(const std::string& path, bool json);
+int run_sim_command(const SimCommand& cmd);
+int run_pretrain_command(const PretrainCommand& cmd);
+
+// Rank of this process from the launcher's environment (before MPI_Init); 0 if not launched.
+int launcher_rank();
+// One-line message of an exception (LibTorch errors without their backtrace).
+std::string brief_error(const std::exception& e);
+
+}  // namespace dynamix

@@ -1,0 +1,91 @@
+// DYNAMIX — `dynamix` executable: train, bench, inspect, sim, monitor (and agent pretrain).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "bpf/monitor_cli.h"
+#include "framework/cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace dynamix;
+  CLI::App app{"DYNAMIX: data-parallel training for heterogeneous clusters"};
+  app.require_subcommand(1);
+
+  TrainCommand train;
+  auto* t = app.add_subcommand("train", "train a model data-parallel (launch with mpirun / srun)");
+  t->add_option("--config,-c", train.config, "YAML configuration file")->required();
+  t->add_option("--set", train.overrides, "override a config key: key.sub=value (repeatable)");
+  t->add_flag("--resume", train.resume, "continue from output.dir's last checkpoint");
+  t->add_flag("--overwrite", train.overwrite, "replace a previous run in output.dir");
+
+  auto* bench = app.add_subcommand("bench", "benchmarks");
+  bench->require_subcommand(1);
+  BenchAllreduceCommand ar;
+  auto* b_ar = bench->add_subcommand("allreduce", "gradient allreduce path vs raw MPI_Allreduce (mpirun)");
+  b_ar->add_option("--min-bytes", ar.min_bytes, "smallest buffer")->check(CLI::PositiveNumber);
+  b_ar->add_option("--max-bytes", ar.max_bytes, "largest buffer")->check(CLI::PositiveNumber);
+  b_ar->add_option("--iters", ar.iters, "timed iterations per size (0 = automatic)");
+  b_ar->add_option("--bucket-mb", ar.bucket_mb, "bucket size of the DYNAMIX path")->check(CLI::PositiveNumber);
+  BenchStepCommand st;
+  auto* b_st = bench->add_subcommand("step", "framework step time vs a bare LibTorch loop (1 rank)");
+  b_st->add_option("--config,-c", st.config, "YAML configuration (default: cnn on synthetic 1x28x28, b=64)");
+  b_st->add_option("--set", st.overrides, "override a config key (repeatable)");
+  b_st->add_option("--steps", st.steps, "timed steps per repeat")->check(CLI::PositiveNumber);
+  b_st->add_option("--warmup", st.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+  b_st->add_option("--repeats", st.repeats, "alternating repeats of both loops")->check(CLI::PositiveNumber);
+
+  std::string ckpt;
+  bool inspect_json = false;
+  auto* ins = app.add_subcommand("inspect", "print a checkpoint's progress record");
+  ins->add_option("checkpoint", ckpt, "checkpoint file")->required();
+  ins->add_flag("--json", inspect_json, "print JSON");
+
+  SimCommand sim;
+  auto* s = app.add_subcommand("sim", "run batch policies on a simulated cluster (no MPI)");
+  s->add_option("--config,-c", sim.config, "YAML with a `sim` block plus batch/policy/output")->required();
+  s->add_option("--set", sim.overrides, "override a config key (repeatable)");
+  s->add_option("--policies", sim.policies, "policies to compare (default: static proportional gns)")
+      ->delimiter(',');
+
+  PretrainCommand pre;
+  auto* agent = app.add_subcommand("agent", "the PPO agent");
+  agent->require_subcommand(1);
+  auto* pt = agent->add_subcommand("pretrain", "train a policy in the simulator over randomized clusters");
+  pt->add_option("--episodes", pre.episodes, "simulated episodes")->check(CLI::PositiveNumber);
+  pt->add_option("--seed", pre.seed, "seed of clusters, events and sampling");
+  pt->add_option("--min-nodes", pre.min_nodes, "smallest cluster")->check(CLI::PositiveNumber);
+  pt->add_option("--max-nodes", pre.max_nodes, "largest cluster")->check(CLI::PositiveNumber);
+  pt->add_option("--output,-o", pre.output, "save the trained policy here")->required();
+  pt->add_option("--from", pre.checkpoint, "fine-tune this saved policy");
+
+  MonitorCliOptions mon;
+  auto* m = app.add_subcommand("monitor", "live table of this machine's TCP flows and system metrics");
+  m->add_option("--ebpf", mon.ebpf, "eBPF probes: auto | on | off")->check(CLI::IsMember({"auto", "on", "off"}));
+  m->add_option("--interval", mon.interval_s, "seconds between refreshes")->check(CLI::PositiveNumber);
+  m->add_option("--count", mon.count, "refreshes (0 = until interrupted)")->check(CLI::NonNegativeNumber);
+  m->add_option("--pid", mon.pids, "watch only these processes (repeatable)");
+  m->add_option("--gpu", mon.gpu_index, "NVML device index (-1 = none)");
+  m->add_option("--flows", mon.max_flows, "rows per refresh")->check(CLI::PositiveNumber);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (launcher_rank() == 0) return app.exit(e);
+    return e.get_exit_code();
+  }
+  if (*t) return run_train(train, &argc, &argv);
+  if (*b_ar) return run_bench_allreduce(ar, &argc, &argv);
+  if (*b_st) return run_bench_step(st, &argc, &argv);
+  if (*ins) return run_inspect(ckpt, inspect_json);
+  if (*s) return run_sim_command(sim);
+  if (*pt) return run_pretrain_command(pre);
+  if (*m) {
+    try {
+      return run_monitor(mon);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "dynamix: error: %s\n", e.what());
+      return 2;
+    }
+  }
+  return 2;
+}

@@ -1,0 +1,83 @@
+// DYNAMIX — `dynamix train`.
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include "framework/cli/commands.h"
+#include "framework/comm/mpi_communicator.h"
+#include "framework/core/error.h"
+#include "framework/core/mpi_runtime.h"
+#include "framework/train/trainer.h"
+
+namespace dynamix {
+namespace {
+
+// Agrees across ranks on whether a set-up phase failed. Failing ranks print their error (rank 0
+// alone when every rank failed the same way, to avoid N copies). Returns true if all succeeded.
+bool all_ok(Communicator& comm, const std::string& error) {
+  const int mine = error.empty() ? 0 : 1;
+  std::vector<int> flags(static_cast<size_t>(comm.size()));
+  comm.allgather(&mine, sizeof(int), flags.data());
+  bool ok = true;
+  for (int f : flags) ok = ok && f == 0;
+  if (mine && (comm.rank() == 0 || flags[0] == 0)) {
+    if (comm.size() > 1 && comm.rank() != 0) {
+      std::fprintf(stderr, "dynamix: error on rank %d: %s\n", comm.rank(), error.c_str());
+    } else {
+      std::fprintf(stderr, "dynamix: error: %s\n", error.c_str());
+    }
+  }
+  return ok;
+}
+
+}  // namespace
+
+int launcher_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+    if (const char* v = std::getenv(var)) return std::atoi(v);
+  }
+  return 0;
+}
+
+std::string brief_error(const std::exception& e) {
+  if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) return ce->what_without_backtrace();
+  return e.what();
+}
+
+int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
+  MpiRuntime runtime(argc, argv);
+  MpiCommunicator comm;
+  // Share the node's cores among its ranks unless the user chose (OMP_NUM_THREADS).
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    torch::set_num_threads(std::max(1, cores / std::max(1, runtime.local_size())));
+  }
+  std::unique_ptr<Trainer> trainer;
+  std::string error;
+  try {
+    TrainOptions opts;
+    opts.resume = cmd.resume;
+    opts.overwrite = cmd.overwrite;
+    trainer = std::make_unique<Trainer>(load_config(cmd.config, cmd.overrides), comm, opts);
+    trainer->setup();
+  } catch (const std::exception& e) {
+    error = brief_error(e);
+  }
+  if (!all_ok(comm, error)) return 2;
+  try {
+    trainer->prepare();
+  } catch (const std::exception& e) {
+    error = brief_error(e);
+  }
+  if (!all_ok(comm, error)) return 2;
+  try {
+    trainer->run();
+  } catch (const std::exception& e) {
+    // Mid-run failures may leave other ranks inside a collective: abort the whole job.
+    MpiRuntime::abort(brief_error(e));
+  }
+  return 0;
+}
+
+}  // namespace dynamix

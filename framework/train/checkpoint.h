@@ -1,0 +1,45 @@
+// DYNAMIX — training checkpoints: model, optimizer, progress (step, epoch, sampler position,
+// batch plan, elapsed time, evaluation records), the policy's state and every rank's RNG state,
+// serialized with LibTorch's archive inside the checksummed container of checkpoint_file.h.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dynamix {
+
+struct TrainProgress {
+  int64_t step = 0;              // steps completed
+  int64_t epoch = 0;             // sampler epoch
+  int64_t cursor = 0;            // sampler position within the epoch
+  std::vector<int32_t> plan;     // batch plan in force
+  int64_t world_size = 0;
+  double elapsed_s = 0;          // training wall time so far
+  double samples_seen = 0;
+  double wait_fraction_sum = 0;  // running sums for summary.json
+  double last_test_accuracy = -1;
+  double best_test_accuracy = -1;
+  double time_to_target_s = -1;  // -1 = not reached
+  int64_t windows = 0;           // decision windows completed
+  double last_window_loss = 0;
+  std::string model, optimizer, policy;
+  std::string policy_state;              // BatchPolicy::save_state()
+  std::vector<std::string> rng_states;   // torch CPU generator state per rank
+};
+
+// Serializes to the payload of a checkpoint container.
+std::string encode_checkpoint(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+                              const TrainProgress& progress);
+// Restores model and optimizer and returns the progress. `origin` names the file in errors.
+TrainProgress decode_checkpoint(const std::string& payload, torch::nn::Module& model,
+                                torch::optim::Optimizer& optimizer, const std::string& origin);
+// Reads only the progress record (for `dynamix inspect`).
+TrainProgress peek_checkpoint(const std::string& payload, const std::string& origin);
+
+std::string generator_state();                     // this process's CPU generator
+void set_generator_state(const std::string& state);
+
+}  // namespace dynamix

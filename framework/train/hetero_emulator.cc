@@ -1,0 +1,48 @@
+// DYNAMIX — heterogeneity emulator.
+#include "framework/train/hetero_emulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace dynamix {
+
+HeteroEmulator::HeteroEmulator(const HeteroConfig& config, int rank, int world)
+    : config_(config), rank_(rank), world_(world), applied_(config.events.size(), false) {
+  auto pick = [&](const std::vector<double>& v, double def) {
+    if (v.empty()) return def;
+    return v.size() == 1 ? v[0] : v[static_cast<size_t>(rank)];
+  };
+  slowdown_ = pick(config.slowdown, 1.0);
+  bandwidth_mbps_ = pick(config.bandwidth_mbps, 0.0);
+}
+
+void HeteroEmulator::on_step(int64_t step) {
+  // Every due event not yet applied, in file order: a resumed run catches up in one call.
+  for (size_t k = 0; k < config_.events.size(); ++k) {
+    const auto& e = config_.events[k];
+    if (applied_[k] || e.at_step > step) continue;
+    applied_[k] = true;
+    if (e.rank != rank_) continue;
+    if (e.slowdown) slowdown_ = *e.slowdown;
+    if (e.bandwidth_mbps) bandwidth_mbps_ = *e.bandwidth_mbps;
+  }
+}
+
+double HeteroEmulator::compute_delay(double measured_s) const {
+  return slowdown_ > 1.0 ? (slowdown_ - 1.0) * measured_s : 0.0;
+}
+
+double HeteroEmulator::comm_delay(size_t bytes, double measured_s) const {
+  if (bandwidth_mbps_ <= 0.0 || world_ < 2) return 0.0;
+  // A ring allreduce moves 2(N-1)/N of the buffer through every link.
+  const double wire_bits = 2.0 * (world_ - 1) / world_ * static_cast<double>(bytes) * 8.0;
+  const double target = wire_bits / (bandwidth_mbps_ * 1e6);
+  return std::max(0.0, target - measured_s);
+}
+
+void HeteroEmulator::sleep_seconds(double s) {
+  if (s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(s));
+}
+
+}  // namespace dynamix

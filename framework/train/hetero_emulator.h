@@ -1,0 +1,40 @@
+// DYNAMIX — heterogeneity emulation on one machine: per-rank compute slowdown (sleep (f-1) x the
+// measured compute time), per-rank link cap (delay so the allreduce takes what a ring over that
+// link would), and timed events that change either. Config: `hetero` (DESIGN.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "framework/config/config.h"
+
+namespace dynamix {
+
+class HeteroEmulator {
+ public:
+  HeteroEmulator(const HeteroConfig& config, int rank, int world);
+
+  // Applies every event with at_step <= step not applied yet (call at the start of each step).
+  void on_step(int64_t step);
+
+  double slowdown() const { return slowdown_; }
+  double bandwidth_mbps() const { return bandwidth_mbps_; }
+
+  // Extra seconds to add after `measured_s` of compute.
+  double compute_delay(double measured_s) const;
+  // Extra seconds so that allreducing `bytes` took what a ring over a link of bandwidth_mbps takes.
+  double comm_delay(size_t bytes, double measured_s) const;
+
+  static void sleep_seconds(double s);
+
+ private:
+  const HeteroConfig& config_;
+  int rank_;
+  int world_;
+  double slowdown_ = 1.0;
+  double bandwidth_mbps_ = 0.0;
+  std::vector<bool> applied_;
+};
+
+}  // namespace dynamix

@@ -1,0 +1,54 @@
+// DYNAMIX — per-step statistics exchanged by one small SUM allreduce (each rank fills its own
+// slot), which gives every rank every rank's times; and the per-window accumulator that turns
+// them into this rank's NodeRecord.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "agent/cluster_state.h"
+
+namespace dynamix {
+
+// What one rank measured in one step.
+struct LocalStep {
+  double data_s = 0;
+  double compute_s = 0;    // forward+backward (+ emulated slowdown)
+  double allreduce_s = 0;  // wall time in the gradient allreduce (wait + transfer)
+  double optimizer_s = 0;
+  double loss_sum = 0;     // mean loss x samples
+  double samples = 0;
+  double local_sq_norm = 0;
+  double stop = 0;         // 1 if this rank received a stop signal
+};
+
+constexpr int kStepFields = 8;
+
+// Every rank's LocalStep after the exchange, with derived wait and transfer times.
+struct StepExchange {
+  std::vector<LocalStep> ranks;
+  std::vector<double> wait_s;  // straggler wait: slowest (data+compute) minus own
+  std::vector<double> comm_s;  // allreduce time minus the straggler wait
+  double loss = 0;             // mean loss over all samples
+  double samples = 0;
+  bool stop = false;
+
+  // Packs `mine` into slot `rank` of a world * kStepFields buffer (zeros elsewhere).
+  static std::vector<double> pack(const LocalStep& mine, int rank, int world);
+  static StepExchange unpack(const std::vector<double>& summed, int world);
+};
+
+class WindowAccumulator {
+ public:
+  void add(const StepExchange& ex, int rank, int32_t batch_size);
+  // This rank's record for the window; resets the accumulator.
+  NodeRecord take(int rank, int32_t batch_max);
+  int64_t steps() const { return steps_; }
+
+ private:
+  int64_t steps_ = 0;
+  int32_t batch_ = 0;
+  double data_ = 0, compute_ = 0, comm_ = 0, wait_ = 0, opt_ = 0, samples_ = 0, sq_norm_ = 0;
+};
+
+}  // namespace dynamix

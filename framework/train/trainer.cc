@@ -1,0 +1,332 @@
+// DYNAMIX — the data-parallel trainer.
+#include "framework/train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "framework/core/error.h"
+#include "framework/train/checkpoint_file.h"
+#include "framework/train/policy_factory.h"
+#include "models/registry.h"
+#include "framework/train/signals.h"
+
+namespace dynamix {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+DatasetSpec dataset_spec(const DatasetConfig& d) {
+  DatasetSpec s;
+  s.name = d.name;
+  s.path = d.path;
+  s.augment = d.augment;
+  s.train_size = d.train_size;
+  s.test_size = d.test_size;
+  s.shape = d.shape;
+  s.classes = d.classes;
+  s.seq_len = d.seq_len;
+  s.vocab = d.vocab;
+  return s;
+}
+
+// Mean cross-entropy over the batch (token positions marked -100 are ignored, for MLM).
+torch::Tensor loss_of(const torch::Tensor& logits, const torch::Tensor& targets) {
+  const int64_t classes = logits.size(-1);
+  return torch::nn::functional::cross_entropy(
+      logits.reshape({-1, classes}), targets.reshape({-1}),
+      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+}
+
+}  // namespace
+
+Trainer::Trainer(Config config, Communicator& comm, TrainOptions options)
+    : config_(std::move(config)), comm_(comm), options_(options), rank_(comm.rank()), world_(comm.size()) {}
+
+Trainer::~Trainer() = default;
+
+void Trainer::log(const std::string& line) const {
+  if (rank_ == 0 && !options_.quiet) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+}
+
+void Trainer::setup() {
+  validate_for_world(config_, world_);
+  if (config_.backend == "nccl") {
+    throw Error("backend: 'nccl' is not available in this build (CPU LibTorch); use 'mpi' or 'auto'");
+  }
+  const std::string ckpt = RunOutputs::checkpoint_path_in(config_.output.dir);
+  if (options_.resume && !std::filesystem::exists(ckpt)) {
+    throw Error("--resume: no checkpoint at " + ckpt);
+  }
+  if (!options_.resume && !options_.overwrite && options_.write_outputs && std::filesystem::exists(ckpt)) {
+    throw Error("output.dir '" + config_.output.dir + "' already holds a run (" + ckpt +
+                "); pass --resume to continue it, --overwrite to replace it, or choose another output.dir");
+  }
+
+  data_ = load_dataset(dataset_spec(config_.dataset));
+  torch::manual_seed(config_.train.seed);  // identical initial weights on every rank
+  ModelSpec spec;
+  spec.input_shape = data_.train->sample_shape();
+  spec.num_classes = data_.train->num_classes();
+  spec.task = data_.train->task();
+  model_ = make_model(config_.model, spec);
+  if (options_.float64) model_->to(torch::kFloat64);
+
+  const auto& t = config_.train;
+  if (t.optimizer == "sgd") {
+    optimizer_ = std::make_unique<torch::optim::SGD>(
+        model_->parameters(),
+        torch::optim::SGDOptions(t.lr).momentum(t.momentum).nesterov(t.nesterov).weight_decay(t.weight_decay));
+  } else if (t.optimizer == "adamw") {
+    optimizer_ = std::make_unique<torch::optim::AdamW>(
+        model_->parameters(), torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
+  } else {
+    throw Error("train.optimizer: unknown optimizer '" + t.optimizer + "'");
+  }
+  buckets_ = std::make_unique<GradBuckets>(model_->parameters(), config_.comm.bucket_mb, comm_);
+  sampler_ = std::make_unique<VariableBatchSampler>(data_.train->size(), t.seed);
+  prefetcher_ = std::make_unique<BatchPrefetcher>(data_.train);
+  hetero_ = std::make_unique<HeteroEmulator>(config_.hetero, rank_, world_);
+  // Each rank watches its own process; no GPU in the CPU build.
+  monitor_ = Monitor::create(config_.monitor.ebpf, {static_cast<int>(::getpid())}, -1);
+
+  plan_ = initial_batches(config_, world_);
+  bounds_.min = config_.batch.min;
+  bounds_.max.assign(static_cast<size_t>(world_), config_.batch.max);
+  bounds_.fixed_global = config_.batch.global == "fixed";
+  bounds_.global_batch = std::accumulate(plan_.begin(), plan_.end(), 0);
+  lr_.lr0 = t.lr;
+  lr_.base_batch = bounds_.global_batch;
+  lr_.scaling = parse_lr_scaling(t.lr_scaling);
+  lr_.warmup_steps = t.warmup_steps;
+  if (rank_ == 0) policy_ = make_policy(config_, bounds_, plan_);
+
+  progress_.world_size = world_;
+  progress_.plan = plan_;
+  progress_.model = config_.model;
+  progress_.optimizer = t.optimizer;
+  progress_.policy = config_.policy.name;
+  const double steps_per_epoch =
+      static_cast<double>(data_.train->size()) / std::max(1, bounds_.global_batch);
+  total_steps_hint_ = static_cast<int64_t>(std::ceil(steps_per_epoch * t.epochs));
+  if (t.max_steps > 0) total_steps_hint_ = std::min(total_steps_hint_, t.max_steps);
+}
+
+void Trainer::prepare() {
+  if (options_.resume) {
+    // Rank 0 reads the file and broadcasts it: no shared filesystem needed.
+    std::string payload;
+    int64_t size = 0;
+    std::string error;
+    const std::string path = RunOutputs::checkpoint_path_in(config_.output.dir);
+    if (rank_ == 0) {
+      try {
+        payload = read_checkpoint_file(path);
+        size = static_cast<int64_t>(payload.size());
+      } catch (const Error& e) {
+        error = e.what();
+        size = -1;
+      }
+    }
+    comm_.broadcast(&size, 1, DType::kInt64, 0);
+    if (size < 0) throw Error(rank_ == 0 ? error : "checkpoint unreadable on rank 0");
+    payload.resize(static_cast<size_t>(size));
+    comm_.broadcast(payload.data(), payload.size(), DType::kUInt8, 0);
+    progress_ = decode_checkpoint(payload, *model_, *optimizer_, path);
+    sampler_->set_position(progress_.epoch, progress_.cursor);
+    if (progress_.world_size == world_) {
+      plan_ = progress_.plan;
+      set_generator_state(progress_.rng_states[static_cast<size_t>(rank_)]);
+    } else {
+      // A different world size: start from the configured plan; the sampler continues the epoch.
+      log("resume: world size changed from " + std::to_string(progress_.world_size) + " to " +
+          std::to_string(world_) + "; batch plan re-split");
+      progress_.world_size = world_;
+      torch::manual_seed(config_.train.seed + 1000003ULL * static_cast<uint64_t>(rank_) + progress_.step);
+    }
+    if (rank_ == 0 && policy_ && !progress_.policy_state.empty() && progress_.policy == policy_->name()) {
+      policy_->load_state(progress_.policy_state);
+    }
+    elapsed_offset_ = progress_.elapsed_s;
+    last_eval_step_ = progress_.step;
+    hetero_->on_step(progress_.step);
+    log("resumed from " + path + " at step " + std::to_string(progress_.step));
+  } else {
+    // Replicas start identical: rank 0's parameters and buffers are broadcast.
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_->parameters()) {
+      auto t = p.contiguous();
+      comm_.broadcast(t.data_ptr(), static_cast<size_t>(t.numel()),
+                      p.scalar_type() == torch::kFloat64 ? DType::kFloat64 : DType::kFloat32, 0);
+      if (!p.is_contiguous()) p.copy_(t);
+    }
+    for (auto& b : model_->buffers()) {
+      if (!b.is_floating_point()) continue;
+      auto t = b.contiguous();
+      comm_.broadcast(t.data_ptr(), static_cast<size_t>(t.nbytes()), DType::kUInt8, 0);
+      if (!b.is_contiguous()) b.copy_(t);
+    }
+    torch::manual_seed(config_.train.seed + 1000003ULL * static_cast<uint64_t>(rank_) + 1);
+  }
+  if (rank_ == 0 && options_.write_outputs) {
+    outputs_ = std::make_unique<RunOutputs>(config_.output.dir, options_.resume, progress_.step);
+    outputs_->write_file("config.yaml", config_.source);
+  }
+  start_ = Clock::now();
+}
+
+double Trainer::elapsed() const { return elapsed_offset_ + seconds_since(start_); }
+
+double Trainer::current_lr() const {
+  return lr_.at(progress_.step, std::accumulate(plan_.begin(), plan_.end(), int64_t{0}));
+}
+
+uint64_t Trainer::data_seed(int64_t epoch) const {
+  return config_.train.seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(epoch + 1));
+}
+
+void Trainer::set_plan(const std::vector<int32_t>& plan) {
+  DYNAMIX_CHECK(static_cast<int>(plan.size()) == world_, "batch plan has " + std::to_string(plan.size()) +
+                                                             " entries for " + std::to_string(world_) + " ranks");
+  cancel_prefetch();
+  plan_ = plan;
+  progress_.plan = plan;
+}
+
+double Trainer::fractional_epoch() const {
+  return progress_.epoch + static_cast<double>(progress_.cursor) / static_cast<double>(data_.train->size());
+}
+
+void Trainer::cancel_prefetch() {
+  if (!has_next_) return;
+  prefetcher_->take();  // discard; the sampler rewinds to what was consumed
+  sampler_->set_position(progress_.epoch, progress_.cursor);
+  has_next_ = false;
+}
+
+void Trainer::prefetch_next(int64_t completed) {
+  // The next step's plan is known unless a decision window ends first; a finishing run needs none.
+  const auto& t = config_.train;
+  if (completed % config_.policy.window == 0 || stop_requested()) return;
+  if ((t.max_steps > 0 && completed >= t.max_steps) || fractional_epoch() >= t.epochs - 1e-12) return;
+  next_assignment_ = sampler_->next(plan_);
+  prefetcher_->submit(sampler_->indices(next_assignment_, rank_), data_seed(next_assignment_.epoch));
+  has_next_ = true;
+}
+
+void Trainer::step() {
+  const auto step_start = Clock::now();
+  hetero_->on_step(progress_.step);
+  LocalStep mine;
+  mine.stop = stop_requested() ? 1.0 : 0.0;
+
+  // Data: this rank's slice of the step, usually loaded in the background during the last step.
+  auto t0 = Clock::now();
+  Batch batch;
+  if (has_next_) {
+    last_assignment_ = next_assignment_;
+    batch = prefetcher_->take();
+    has_next_ = false;
+  } else {
+    last_assignment_ = sampler_->next(plan_);
+    const auto indices = sampler_->indices(last_assignment_, rank_);
+    if (!indices.empty()) batch = data_.train->get(indices, data_seed(last_assignment_.epoch));
+  }
+  const int64_t n = last_assignment_.counts[static_cast<size_t>(rank_)];
+  if (options_.float64 && n > 0 && batch.inputs.is_floating_point()) batch.inputs = batch.inputs.to(torch::kFloat64);
+  mine.data_s = seconds_since(t0);
+  progress_.epoch = last_assignment_.epoch;
+  progress_.cursor = last_assignment_.start + last_assignment_.total();
+
+
+  // Forward/backward on the local mean loss, with the next batch loading alongside.
+  prefetch_next(progress_.step + 1);
+  t0 = Clock::now();
+  model_->train();
+  optimizer_->zero_grad();
+  if (n > 0) {
+    auto loss = loss_of(model_->forward(batch.inputs), batch.targets);
+    loss.backward();
+    mine.loss_sum = loss.item<double>() * static_cast<double>(n);
+  }
+  mine.samples = static_cast<double>(n);
+  double compute = seconds_since(t0);
+  const double delay = hetero_->compute_delay(compute);
+  HeteroEmulator::sleep_seconds(delay);
+  mine.compute_s = compute + delay;
+
+  // Weighted average: scale by b_i / B while packing, SUM allreduce, unpack.
+  const double total = static_cast<double>(last_assignment_.total());
+  const double weight = static_cast<double>(n) / total;
+  if (world_ > 1) {
+    t0 = Clock::now();
+    const ReduceResult red = buckets_->reduce(weight);
+    HeteroEmulator::sleep_seconds(hetero_->comm_delay(red.bytes, red.comm_s));
+    mine.allreduce_s = seconds_since(t0);
+    // |g_i|^2 is of the unscaled local gradient; the packer saw it before scaling.
+    mine.local_sq_norm = red.local_sq_norm;
+    last_global_sq_norm_ = red.global_sq_norm;
+  }
+
+  // Optimizer step at the learning rate of the planned global batch.
+  t0 = Clock::now();
+  const double lr = current_lr();
+  for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
+  optimizer_->step();
+  mine.optimizer_s = seconds_since(t0);
+
+  // One small collective gives every rank every rank's times, the loss and the stop votes.
+  auto buf = StepExchange::pack(mine, rank_, world_);
+  if (world_ > 1) comm_.allreduce_sum(buf.data(), buf.size(), DType::kFloat64);
+  const StepExchange ex = StepExchange::unpack(buf, world_);
+  window_.add(ex, rank_, plan_[static_cast<size_t>(rank_)]);
+  if (rank_ == 0 && world_ > 1) {
+    std::vector<double> sq;
+    for (const auto& l : ex.ranks) sq.push_back(l.local_sq_norm);
+    noise_.add(last_assignment_.counts, sq, static_cast<double>(last_assignment_.total()), last_global_sq_norm_);
+  }
+  window_losses_.push_back(ex.loss);
+  window_grad_norms_.push_back(std::sqrt(std::max(0.0, last_global_sq_norm_)));
+
+  ++progress_.step;
+  progress_.samples_seen += ex.samples;
+  const double step_time = seconds_since(step_start);
+  double wait_frac = 0;
+  for (double w : ex.wait_s) wait_frac += step_time > 0 ? w / step_time : 0.0;
+  progress_.wait_fraction_sum += wait_frac / world_;
+
+  if (outputs_) {
+    std::vector<double> compute, data;
+    for (const auto& l : ex.ranks) {
+      compute.push_back(l.compute_s);
+      data.push_back(l.data_s);
+    }
+    outputs_->metrics({{"step", progress_.step},
+                       {"epoch", fractional_epoch()},
+                       {"wall_time", elapsed()},
+                       {"loss", ex.loss},
+                       {"lr", lr},
+                       {"global_batch", last_assignment_.total()},
+                       {"batch_sizes", last_assignment_.counts},
+                       {"step_time", step_time},
+                       {"compute_time", compute},
+                       {"comm_time", ex.comm_s},
+                       {"wait_time", ex.wait_s},
+                       {"data_time", data},
+                       {"throughput", step_time > 0 ? ex.samples / step_time : 0.0},
+                       {"monitor_source", monitor_->source()}});
+  }
+  stop_agreed_ = ex.stop;
+}
+
+}  // namespace dynamix

@@ -1,0 +1,120 @@
+// DYNAMIX — the data-parallel trainer: every rank trains a full replica on its own batch size,
+// gradients are averaged weighted by batch size with one SUM allreduce per bucket, and every
+// decision window rank 0's BatchPolicy picks the next plan, broadcast to all ranks.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/batch_policy.h"
+#include "agent/noise_scale.h"
+#include "bpf/monitor.h"
+#include "datasets/dataset.h"
+#include "datasets/prefetcher.h"
+#include "framework/comm/communicator.h"
+#include "framework/config/config.h"
+#include "framework/train/checkpoint.h"
+#include "framework/train/grad_buckets.h"
+#include "framework/train/hetero_emulator.h"
+#include "framework/train/lr_schedule.h"
+#include "framework/train/run_outputs.h"
+#include "framework/train/sampler.h"
+#include "framework/train/step_stats.h"
+#include "models/model.h"
+
+namespace dynamix {
+
+struct TrainOptions {
+  bool resume = false;     // continue from output.dir's checkpoint
+  bool overwrite = false;  // start afresh even if output.dir holds a checkpoint
+  bool float64 = false;    // train in double precision (exactness tests)
+  bool quiet = false;      // no progress lines
+  bool write_outputs = true;
+};
+
+class Trainer {
+ public:
+  Trainer(Config config, Communicator& comm, TrainOptions options);
+  ~Trainer();
+
+  // Local set-up: datasets, model, optimizer, policy, checks. Throws dynamix::Error; performs no
+  // collective, so the caller can agree on failure across ranks before going on.
+  void setup();
+  // Collective set-up: resume from checkpoint or broadcast rank 0's parameters; opens outputs.
+  void prepare();
+  // Trains to the end (epochs / max_steps) or until a stop signal; writes summary.json.
+  // Returns true if it stopped early on a signal (checkpoint written).
+  bool run();
+
+  // One training step with the current plan (exposed for tests and `dynamix bench step`).
+  void step();
+  // Replaces the plan (every rank must call it with the same plan); drops a prefetched step.
+  void set_plan(const std::vector<int32_t>& plan);
+  const std::vector<int32_t>& plan() const { return plan_; }
+  const StepAssignment& last_assignment() const { return last_assignment_; }
+  const VariableBatchSampler& sampler() const { return *sampler_; }
+  const TrainProgress& progress() const { return progress_; }
+  Model& model() { return *model_; }
+  const Dataset& train_set() const { return *data_.train; }
+  double current_lr() const;
+  // Seed of the training set's random augmentation in `epoch` (same on every rank).
+  uint64_t data_seed(int64_t epoch) const;
+  // Evaluates on the test set (sharded over ranks); returns {loss, accuracy}.
+  std::pair<double, double> evaluate();
+  void save_checkpoint();
+
+ private:
+  void decide_window();
+  // Loads the batch of the step after the one in progress (which completes `completed` steps) in
+  // the background, when that step's plan is already known.
+  void prefetch_next(int64_t completed);
+  void cancel_prefetch();
+  double fractional_epoch() const;  // of the samples consumed (the sampler may be a step ahead)
+  void maybe_evaluate(bool force);
+  bool finished() const;
+  double elapsed() const;
+  std::string run_summary_line() const;
+  void write_summary();
+  void log(const std::string& line) const;
+
+  Config config_;
+  Communicator& comm_;
+  TrainOptions options_;
+  int rank_ = 0;
+  int world_ = 1;
+
+  DatasetSplits data_;
+  ModelPtr model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<GradBuckets> buckets_;
+  std::unique_ptr<VariableBatchSampler> sampler_;
+  std::unique_ptr<BatchPrefetcher> prefetcher_;
+  StepAssignment next_assignment_;  // the prefetched step, valid when has_next_
+  bool has_next_ = false;
+  std::unique_ptr<HeteroEmulator> hetero_;
+  std::unique_ptr<BatchPolicy> policy_;  // rank 0 only
+  std::unique_ptr<RunOutputs> outputs_;  // rank 0 only
+  std::unique_ptr<Monitor> monitor_;     // this rank's system and network probes
+  NoiseScaleEstimator noise_;            // rank 0: gradient noise scale from per-rank norms
+  LrSchedule lr_;
+  BatchBounds bounds_;
+
+  std::vector<int32_t> plan_;
+  StepAssignment last_assignment_;
+  TrainProgress progress_;
+  WindowAccumulator window_;
+  std::vector<double> window_losses_;
+  std::vector<double> window_grad_norms_;
+  double last_global_sq_norm_ = 0;
+  bool stop_agreed_ = false;  // some rank received a stop signal (agreed in the step exchange)
+  int64_t last_eval_step_ = -1;
+  int64_t total_steps_hint_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  double elapsed_offset_ = 0;
+};
+
+}  // namespace dynamix

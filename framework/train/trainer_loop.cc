@@ -1,0 +1,292 @@
+// DYNAMIX — the trainer's outer loop: decision windows, evaluation, checkpoints, summary.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <sstream>
+
+#include "framework/core/error.h"
+#include "framework/train/checkpoint_file.h"
+#include "framework/train/signals.h"
+#include "framework/train/trainer.h"
+
+namespace dynamix {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+std::string join(const std::vector<int32_t>& v) {
+  std::ostringstream os;
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
+  return os.str();
+}
+
+nlohmann::json nullable(double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); }
+
+bool valid_plan(const std::vector<int32_t>& plan, const BatchBounds& b, size_t world, std::string* why) {
+  if (plan.size() != world) {
+    *why = "plan has " + std::to_string(plan.size()) + " entries for " + std::to_string(world) + " ranks";
+    return false;
+  }
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (plan[i] < std::max(1, b.min) || plan[i] > b.max[i]) {
+      *why = "b_" + std::to_string(i) + " = " + std::to_string(plan[i]) + " outside [" + std::to_string(b.min) +
+             ", " + std::to_string(b.max[i]) + "]";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Trainer::finished() const {
+  if (config_.train.max_steps > 0 && progress_.step >= config_.train.max_steps) return true;
+  return fractional_epoch() >= config_.train.epochs - 1e-12;
+}
+
+std::pair<double, double> Trainer::evaluate() {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  const int64_t total = data_.test->size();
+  const int64_t begin = total * rank_ / world_, end = total * (rank_ + 1) / world_;
+  constexpr int64_t kChunk = 500;
+  double sums[3] = {0, 0, 0};  // loss x count, correct, counted targets
+  for (int64_t s = begin; s < end; s += kChunk) {
+    std::vector<int64_t> idx(static_cast<size_t>(std::min(kChunk, end - s)));
+    std::iota(idx.begin(), idx.end(), s);
+    Batch b = data_.test->get(idx, config_.train.seed);
+    if (options_.float64 && b.inputs.is_floating_point()) b.inputs = b.inputs.to(torch::kFloat64);
+    const auto logits = model_->forward(b.inputs);
+    const int64_t classes = logits.size(-1);
+    const auto flat_logits = logits.reshape({-1, classes});
+    const auto targets = b.targets.reshape({-1});
+    const auto mask = targets.ne(-100);
+    const double counted = mask.sum().item<double>();
+    if (counted == 0) continue;
+    const auto loss = torch::nn::functional::cross_entropy(
+        flat_logits, targets,
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
+    sums[0] += loss.item<double>();
+    sums[1] += flat_logits.argmax(1).eq(targets).logical_and(mask).sum().item<double>();
+    sums[2] += counted;
+  }
+  if (world_ > 1) comm_.allreduce_sum(sums, 3, DType::kFloat64);
+  model_->train();
+  return {sums[2] > 0 ? sums[0] / sums[2] : 0.0, sums[2] > 0 ? sums[1] / sums[2] : 0.0};
+}
+
+void Trainer::maybe_evaluate(bool force) {
+  const int64_t every = config_.train.eval_every;
+  const bool epoch_end = progress_.cursor == data_.train->size();
+  const bool due = force || epoch_end || (every > 0 && progress_.step % every == 0);
+  if (!due || last_eval_step_ == progress_.step) return;
+  last_eval_step_ = progress_.step;
+  const auto [loss, acc] = evaluate();
+  const double now = elapsed();
+  progress_.last_test_accuracy = acc;
+  progress_.best_test_accuracy = std::max(progress_.best_test_accuracy, acc);
+  const auto& target = config_.train.target_accuracy;
+  if (target && progress_.time_to_target_s < 0 && acc >= *target) progress_.time_to_target_s = now;
+  if (outputs_) {
+    outputs_->eval({{"step", progress_.step}, {"wall_time", now}, {"test_loss", loss}, {"test_accuracy", acc}});
+  }
+  const double thr = now > 0 ? progress_.samples_seen / now : 0.0;
+  log("[epoch " + fmt("%.2f", fractional_epoch()) + " step " + std::to_string(progress_.step) +
+      "] train loss " + fmt("%.4f", progress_.last_window_loss) + " | test loss " + fmt("%.4f", loss) +
+      " acc " + fmt("%.4f", acc) + " | " + fmt("%.0f", thr) + " samples/s | wait " +
+      fmt("%.1f", 100.0 * progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)) + "% | plan [" +
+      join(plan_) + "] | " + fmt("%.1f", now) + " s");
+}
+
+void Trainer::decide_window() {
+  NodeRecord mine = window_.take(rank_, bounds_.max[static_cast<size_t>(rank_)]);
+  const MonitorSample m = monitor_->sample();
+  mine.cpu_util_process = m.cpu_util_process;
+  mine.cpu_util_machine = m.cpu_util_machine;
+  mine.mem_rss_bytes = m.mem_rss_bytes;
+  mine.mem_available_bytes = m.mem_available_bytes;
+  mine.gpu_util = m.gpu_util;
+  mine.gpu_mem_used_bytes = m.gpu_mem_used_bytes;
+  mine.gpu_mem_total_bytes = m.gpu_mem_total_bytes;
+  mine.gpu_power_w = m.gpu_power_w;
+  mine.gpu_sm_clock_mhz = m.gpu_sm_clock_mhz;
+  mine.net_tx_bytes_per_s = m.net_tx_bytes_per_s;
+  mine.net_rx_bytes_per_s = m.net_rx_bytes_per_s;
+  mine.net_retransmits_per_s = m.net_retransmits_per_s;
+  mine.net_srtt_us = m.net_srtt_us;
+  mine.net_cwnd = m.net_cwnd;
+  std::vector<NodeRecord> nodes(rank_ == 0 ? static_cast<size_t>(world_) : 0);
+  comm_.gather(&mine, sizeof(NodeRecord), rank_ == 0 ? nodes.data() : nullptr, 0);
+
+  const double loss = window_losses_.empty()
+                          ? 0.0
+                          : std::accumulate(window_losses_.begin(), window_losses_.end(), 0.0) / window_losses_.size();
+  std::vector<int32_t> next = plan_;
+  if (rank_ == 0) {
+    ClusterState state;
+    state.window = progress_.windows;
+    state.nodes = std::move(nodes);
+    state.bounds = bounds_;
+    auto& g = state.global;
+    g.step = progress_.step;
+    g.epoch = fractional_epoch();
+    g.progress = std::min(1.0, std::max(g.epoch / config_.train.epochs,
+                                        total_steps_hint_ > 0 ? double(progress_.step) / total_steps_hint_ : 0.0));
+    g.global_batch = std::accumulate(plan_.begin(), plan_.end(), 0);
+    g.loss = loss;
+    g.loss_trend = progress_.last_window_loss > 0 ? (loss - progress_.last_window_loss) / progress_.last_window_loss : 0;
+    g.grad_sq_norm = last_global_sq_norm_;
+    const double mean_norm = std::accumulate(window_grad_norms_.begin(), window_grad_norms_.end(), 0.0) /
+                             std::max<size_t>(1, window_grad_norms_.size());
+    double var = 0;
+    for (double v : window_grad_norms_) var += (v - mean_norm) * (v - mean_norm);
+    g.grad_norm_variance = var / std::max<size_t>(1, window_grad_norms_.size());
+    double lo = 1e300, hi = 0;
+    for (const auto& r : state.nodes) {
+      const double t = r.data_s + r.compute_s;
+      lo = std::min(lo, t);
+      hi = std::max(hi, t);
+    }
+    g.step_time_spread = lo > 0 ? hi / lo : 1.0;
+    g.last_test_accuracy = progress_.last_test_accuracy;
+    g.noise_scale = noise_.noise_scale();
+
+    std::string note;
+    BatchPlan plan;
+    try {
+      plan = policy_->decide(state);
+      if (valid_plan(plan.batch_sizes, bounds_, static_cast<size_t>(world_), &note)) {
+        next = plan.batch_sizes;
+      } else {
+        note = "policy returned an infeasible plan (" + note + "); kept the last plan";
+      }
+    } catch (const std::exception& e) {
+      note = std::string("policy failed (") + e.what() + "); kept the last plan";
+    }
+    if (!note.empty()) log("decision " + std::to_string(progress_.windows) + ": " + note);
+    if (outputs_) {
+      nlohmann::json line = {{"window", progress_.windows},
+                             {"step", progress_.step},
+                             {"policy", policy_->name()},
+                             {"actions", plan.actions},
+                             {"plan", next},
+                             {"reward", plan.has_reward ? nlohmann::json(plan.reward) : nlohmann::json(nullptr)}};
+      if (!plan.note.empty() || !note.empty()) line["note"] = note.empty() ? plan.note : note;
+      nlohmann::json recs = nlohmann::json::array();
+      for (const auto& r : state.nodes) {
+        recs.push_back({{"rank", r.rank}, {"batch", r.batch_size}, {"compute_s", r.compute_s},
+                        {"comm_s", r.comm_s}, {"wait_s", r.wait_s}, {"data_s", r.data_s},
+                        {"samples_per_s", r.samples_per_s}, {"cpu_util", r.cpu_util_process},
+                        {"rss_bytes", r.mem_rss_bytes}, {"net_tx_bytes_per_s", r.net_tx_bytes_per_s},
+                        {"net_rx_bytes_per_s", r.net_rx_bytes_per_s},
+                        {"net_retransmits_per_s", r.net_retransmits_per_s}, {"net_srtt_us", r.net_srtt_us}});
+      }
+      line["nodes"] = recs;
+      line["loss"] = loss;
+      line["noise_scale"] = g.noise_scale;
+      line["monitor_source"] = monitor_->source();
+      outputs_->decision(line);
+    }
+  }
+  comm_.broadcast(next.data(), next.size(), DType::kInt32, 0);
+  set_plan(next);
+  progress_.last_window_loss = loss;
+  ++progress_.windows;
+  window_losses_.clear();
+  window_grad_norms_.clear();
+}
+
+void Trainer::save_checkpoint() {
+  // Every rank's generator state travels to rank 0 so a resume continues each stream exactly.
+  const std::string mine = generator_state();
+  int64_t len = static_cast<int64_t>(mine.size());
+  comm_.allreduce_max(&len, 1, DType::kInt64);
+  DYNAMIX_CHECK(static_cast<int64_t>(mine.size()) == len, "generator state sizes differ across ranks");
+  std::string all(static_cast<size_t>(len) * world_, '\0');
+  comm_.gather(mine.data(), mine.size(), rank_ == 0 ? all.data() : nullptr, 0);
+  if (rank_ != 0 || !outputs_) return;
+  progress_.rng_states.clear();
+  for (int r = 0; r < world_; ++r) progress_.rng_states.push_back(all.substr(static_cast<size_t>(r * len), len));
+  progress_.elapsed_s = elapsed();
+  progress_.plan = plan_;
+  progress_.policy_state = policy_ ? policy_->save_state() : "";
+  write_checkpoint_file(outputs_->checkpoint_path(), encode_checkpoint(*model_, *optimizer_, progress_));
+}
+
+bool Trainer::run() {
+  install_stop_signal_handlers();
+  log("dynamix: " + std::to_string(world_) + " ranks, backend " + comm_.backend() + ", model " + config_.model +
+      ", dataset " + config_.dataset.name + " (" + std::to_string(data_.train->size()) + " train / " +
+      std::to_string(data_.test->size()) + " test), policy " + config_.policy.name + ", plan [" + join(plan_) +
+      "], monitor " + monitor_->source() + ", " + std::to_string(buckets_->num_buckets()) + " gradient bucket(s) of " +
+      fmt("%.1f", buckets_->total_bytes() / 1048576.0) + " MB in all");
+  const int64_t window = config_.policy.window;
+  const int64_t ckpt_every = config_.output.checkpoint_every;
+  bool stopped = false;
+  while (!finished()) {
+    step();
+    if (progress_.step % window == 0) decide_window();
+    maybe_evaluate(false);
+    if (stop_agreed_) {
+      log("stop signal received: checkpointing at step " + std::to_string(progress_.step) + " and exiting");
+      save_checkpoint();
+      stopped = true;
+      break;
+    }
+    if (ckpt_every > 0 && progress_.step % ckpt_every == 0) save_checkpoint();
+  }
+  if (!stopped) {
+    maybe_evaluate(true);
+    save_checkpoint();
+  }
+  write_summary();
+  if (!stopped) log(run_summary_line());
+  return stopped;
+}
+
+std::string Trainer::run_summary_line() const {
+  const double t = elapsed();
+  std::string s = "result: " + std::to_string(world_) + " ranks, policy " + config_.policy.name + ", " +
+                  std::to_string(progress_.step) + " steps, " + fmt("%.2f", fractional_epoch()) +
+                  " epochs in " + fmt("%.1f", t) + " s, final test accuracy " +
+                  fmt("%.4f", progress_.last_test_accuracy) + " (best " + fmt("%.4f", progress_.best_test_accuracy) +
+                  "), " + fmt("%.0f", t > 0 ? progress_.samples_seen / t : 0) + " samples/s, wait " +
+                  fmt("%.1f", 100.0 * progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)) + "%";
+  if (config_.train.target_accuracy) {
+    s += progress_.time_to_target_s >= 0
+             ? ", time to " + fmt("%.2f", *config_.train.target_accuracy) + ": " + fmt("%.1f", progress_.time_to_target_s) + " s"
+             : ", target " + fmt("%.2f", *config_.train.target_accuracy) + " not reached";
+  }
+  return s;
+}
+
+void Trainer::write_summary() {
+  if (!outputs_) return;
+  const double t = elapsed();
+  nlohmann::json s = {
+      {"world_size", world_},
+      {"policy", config_.policy.name},
+      {"model", config_.model},
+      {"dataset", config_.dataset.name},
+      {"steps", progress_.step},
+      {"epochs", fractional_epoch()},
+      {"total_time_s", t},
+      {"final_test_accuracy", nullable(progress_.last_test_accuracy)},
+      {"best_test_accuracy", nullable(progress_.best_test_accuracy)},
+      {"target_accuracy", config_.train.target_accuracy ? nlohmann::json(*config_.train.target_accuracy)
+                                                        : nlohmann::json(nullptr)},
+      {"time_to_target_s", nullable(progress_.time_to_target_s)},
+      {"mean_throughput", t > 0 ? progress_.samples_seen / t : 0.0},
+      {"mean_wait_fraction", progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)},
+      {"monitor_source", monitor_->source()},
+      {"backend", comm_.backend()},
+      {"completed", finished()}};
+  outputs_->write_summary(s);
+}
+
+}  // namespace dynamix

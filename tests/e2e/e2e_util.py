@@ -1,0 +1,65 @@
+"""Shared helpers for DYNAMIX end-to-end tests: launch `dynamix` under mpirun, read outputs."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DYNAMIX = os.environ.get("DYNAMIX_BIN", "build/bin/dynamix")
+SOURCE_DIR = Path(os.environ.get("DYNAMIX_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+CHECK_OUTPUTS = SOURCE_DIR.parent / "shared" / "tools" / "check-outputs.py"
+
+
+def mpirun(np):
+    cmd = ["mpirun", "-np", str(np), "--oversubscribe", "--bind-to", "none"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return cmd
+
+
+def train_cmd(np, config, sets=(), extra=()):
+    cmd = mpirun(np) + [DYNAMIX, "train", "--config", str(config)]
+    for s in sets:
+        cmd += ["--set", s]
+    return cmd + list(extra)
+
+
+def run(cmd, timeout=600, **kw):
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def check_outputs(outdir):
+    """Runs the contract checker when shared/ is beside the checkout (as in CI)."""
+    if not CHECK_OUTPUTS.is_file():
+        print(f"note: {CHECK_OUTPUTS} not found; contract check skipped")
+        return
+    r = run([sys.executable, str(CHECK_OUTPUTS), str(outdir)])
+    print(r.stdout, r.stderr)
+    assert r.returncode == 0, f"check-outputs failed for {outdir}"
+
+
+class TempDir:
+    def __enter__(self):
+        self.path = Path(tempfile.mkdtemp(prefix="dynamix_e2e_"))
+        return self.path
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def write(path, text):
+    Path(path).write_text(text)
+    return path
+
+
+def fail(msg):
+    print("FAILED:", msg)
+    sys.exit(1)

@@ -1,0 +1,90 @@
+"""Bad input gets a clear error naming the problem, a non-zero exit, and no damage to a good run."""
+import gzip
+import hashlib
+import os
+import struct
+import sys
+
+from e2e_util import TempDir, fail, run, train_cmd, write
+
+TINY = """
+model: mlp
+dataset: {name: synthetic, shape: [1, 6, 6], classes: 3, train_size: 64, test_size: 16}
+batch: {init: 8}
+train: {max_steps: 4}
+output: {dir: OUT}
+"""
+
+
+def expect_error(cmd, needle, what):
+    r = run(cmd, timeout=300)
+    out = r.stdout + r.stderr
+    if r.returncode == 0:
+        fail(f"{what}: exit 0, expected an error\n{out}")
+    if needle not in out:
+        fail(f"{what}: error does not mention {needle!r}:\n{out}")
+    if "Traceback" in out or "core dumped" in out or "terminate called" in out:
+        fail(f"{what}: crashed instead of a clean error:\n{out}")
+    print(f"ok: {what}: exit {r.returncode}, says {needle!r}")
+
+
+def idx_images(n, rows=28, cols=28):
+    return struct.pack(">IIII", 0x803, n, rows, cols) + bytes(n * rows * cols)
+
+
+def idx_labels(n):
+    return struct.pack(">II", 0x801, n) + bytes(n)
+
+
+def main():
+    with TempDir() as d:
+        out = d / "run"
+        cfg = write(d / "tiny.yaml", TINY.replace("OUT", str(out)))
+        expect_error(train_cmd(2, d / "missing.yaml"), "missing.yaml", "missing config file")
+        expect_error(train_cmd(2, cfg, ["train.lrr=0.1"]), "train.lrr", "unknown key via --set")
+        bad = write(d / "bad.yaml", TINY.replace("OUT", str(out)) + "monitor: {ebpf: sometimes}\n")
+        expect_error(train_cmd(2, bad), "monitor.ebpf", "bad enum value")
+        expect_error(train_cmd(2, cfg, ["batch.min=64", "batch.max=32"]), "batch.min", "min > max")
+        expect_error(train_cmd(2, cfg, ["train.lr=fast"]), "train.lr", "wrong type")
+        expect_error(train_cmd(2, cfg, ["batch.init=[1,2,3]"]), "batch.init", "per-rank list of wrong length")
+        expect_error(train_cmd(2, cfg, ["dataset.name=fashion_mnist", f"dataset.path={d}/nowhere"]),
+                     "nowhere", "missing dataset")
+        # A truncated IDX image file.
+        fm = d / "fm"
+        fm.mkdir()
+        (fm / "train-images-idx3-ubyte").write_bytes(idx_images(100)[:-500])
+        (fm / "train-labels-idx1-ubyte").write_bytes(idx_labels(100))
+        (fm / "t10k-images-idx3-ubyte.gz").write_bytes(gzip.compress(idx_images(10)))
+        (fm / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(idx_labels(10)))
+        expect_error(train_cmd(2, cfg, ["dataset.name=fashion_mnist", f"dataset.path={fm}"]),
+                     "train-images-idx3-ubyte", "truncated IDX file")
+        expect_error(train_cmd(2, cfg, [], ["--resume"]), "no checkpoint", "--resume without a checkpoint")
+
+        # A good run, then attempts that must not touch its checkpoint.
+        r = run(train_cmd(2, cfg))
+        if r.returncode != 0:
+            fail("good tiny run failed:\n" + r.stdout + r.stderr)
+        ckpt = out / "checkpoint.pt"
+        digest = hashlib.sha256(ckpt.read_bytes()).hexdigest()
+        expect_error(train_cmd(2, cfg), "already holds a run", "fresh run over an existing one")
+        expect_error(train_cmd(2, cfg, ["model=cnn"], ["--resume"]), "does not match", "resume with another model")
+        expect_error(train_cmd(2, cfg, ["train.optimizer=adamw"], ["--resume"]), "optimizer",
+                     "resume with another optimizer")
+        if hashlib.sha256(ckpt.read_bytes()).hexdigest() != digest:
+            fail("a failed command changed the good checkpoint")
+        # Truncated and foreign checkpoints.
+        data = ckpt.read_bytes()
+        ckpt.write_bytes(data[: len(data) // 2])
+        expect_error(train_cmd(2, cfg, ["train.max_steps=8"], ["--resume"]), "truncated", "truncated checkpoint")
+        ckpt.write_bytes(b"\x80\x02not a checkpoint at all")
+        expect_error(train_cmd(2, cfg, ["train.max_steps=8"], ["--resume"]), "not a DYNAMIX checkpoint",
+                     "foreign checkpoint")
+        r = run(train_cmd(2, cfg, [], ["--overwrite"]))
+        if r.returncode != 0:
+            fail("--overwrite run failed:\n" + r.stdout + r.stderr)
+    print("bad-input e2e: all cases passed")
+
+
+if __name__ == "__main__":
+    os.chdir(os.environ.get("DYNAMIX_SOURCE_DIR", "."))
+    main()

@@ -1,0 +1,36 @@
+// DYNAMIX — per-step exchange: straggler wait and transfer time derived from every rank's times.
+#include <gtest/gtest.h>
+
+#include "framework/train/step_stats.h"
+
+namespace dynamix {
+namespace {
+
+TEST(StepExchange, WaitIsTheSlowestReadyTimeMinusOwn) {
+  LocalStep a{0.01, 0.10, 0.35, 0.0, 2.0, 4.0, 1.0, 0.0};  // ready at 0.11, waited in allreduce
+  LocalStep b{0.02, 0.40, 0.06, 0.0, 6.0, 12.0, 2.0, 1.0};  // the straggler, ready at 0.42
+  auto buf = StepExchange::pack(a, 0, 2);
+  const auto other = StepExchange::pack(b, 1, 2);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] += other[i];  // what SUM allreduce does
+  const auto ex = StepExchange::unpack(buf, 2);
+  EXPECT_NEAR(ex.wait_s[0], 0.31, 1e-12);
+  EXPECT_NEAR(ex.wait_s[1], 0.0, 1e-12);
+  EXPECT_NEAR(ex.comm_s[0], 0.04, 1e-12);
+  EXPECT_NEAR(ex.comm_s[1], 0.06, 1e-12);
+  EXPECT_NEAR(ex.loss, 8.0 / 16.0, 1e-12);
+  EXPECT_TRUE(ex.stop);
+
+  WindowAccumulator acc;
+  acc.add(ex, 0, 4);
+  acc.add(ex, 0, 4);
+  const NodeRecord r = acc.take(0, 64);
+  EXPECT_EQ(r.steps, 2);
+  EXPECT_EQ(r.batch_size, 4);
+  EXPECT_EQ(r.batch_max, 64);
+  EXPECT_NEAR(r.wait_s, 0.31, 1e-12);
+  EXPECT_NEAR(r.samples_per_s, 8.0 / 0.2, 1e-9);
+  EXPECT_EQ(acc.steps(), 0);
+}
+
+}  // namespace
+}  // namespace dynamix
