@@ -219,7 +219,8 @@ Fields hetero_fields(HeteroConfig& h, const YamlReader& r) {
 }
 
 Fields monitor_fields(MonitorConfig& m, const YamlReader& r) {
-  return {{"ebpf", [&](const Node& v, const Path& p) { m.ebpf = r.choice(v, p, {"auto", "on", "off"}); }}};
+  return {{"ebpf", [&](const Node& v, const Path& p) { m.ebpf = r.choice(v, p, {"auto", "on", "off"}); }},
+          {"enabled", [&](const Node& v, const Path& p) { m.enabled = r.boolean(v, p); }}};
 }
 
 Fields comm_fields(CommConfig& cc, const YamlReader& r) {

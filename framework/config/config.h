@@ -67,6 +67,7 @@ struct HeteroConfig {
 
 struct MonitorConfig {
   std::string ebpf = "auto";  // auto | on | off
+  bool enabled = true;        // false: no system/network probes at all (monitor_source "none")
 };
 
 struct CommConfig {

@@ -98,7 +98,9 @@ void Trainer::setup() {
   prefetcher_ = std::make_unique<BatchPrefetcher>(data_.train);
   hetero_ = std::make_unique<HeteroEmulator>(config_.hetero, rank_, world_);
   // Each rank watches its own process; no GPU in the CPU build.
-  monitor_ = Monitor::create(config_.monitor.ebpf, {static_cast<int>(::getpid())}, -1);
+  if (config_.monitor.enabled) {
+    monitor_ = Monitor::create(config_.monitor.ebpf, {static_cast<int>(::getpid())}, -1);
+  }
 
   plan_ = initial_batches(config_, world_);
   bounds_.min = config_.batch.min;
@@ -190,6 +192,8 @@ double Trainer::elapsed() const { return elapsed_offset_ + seconds_since(start_)
 double Trainer::current_lr() const {
   return lr_.at(progress_.step, std::accumulate(plan_.begin(), plan_.end(), int64_t{0}));
 }
+
+std::string Trainer::monitor_source() const { return monitor_ ? monitor_->source() : "none"; }
 
 uint64_t Trainer::data_seed(int64_t epoch) const {
   return config_.train.seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(epoch + 1));
@@ -324,7 +328,7 @@ void Trainer::step() {
                        {"wait_time", ex.wait_s},
                        {"data_time", data},
                        {"throughput", step_time > 0 ? ex.samples / step_time : 0.0},
-                       {"monitor_source", monitor_->source()}});
+                       {"monitor_source", monitor_source()}});
   }
   stop_agreed_ = ex.stop;
 }

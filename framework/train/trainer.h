@@ -61,6 +61,7 @@ class Trainer {
   Model& model() { return *model_; }
   const Dataset& train_set() const { return *data_.train; }
   double current_lr() const;
+  std::string monitor_source() const;  // "ebpf" | "procfs" | "none"
   // Seed of the training set's random augmentation in `epoch` (same on every rank).
   uint64_t data_seed(int64_t epoch) const;
   // Evaluates on the test set (sharded over ranks); returns {loss, accuracy}.

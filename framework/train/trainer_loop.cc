@@ -1,5 +1,6 @@
 // DYNAMIX — the trainer's outer loop: decision windows, evaluation, checkpoints, summary.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -105,7 +106,9 @@ void Trainer::maybe_evaluate(bool force) {
 
 void Trainer::decide_window() {
   NodeRecord mine = window_.take(rank_, bounds_.max[static_cast<size_t>(rank_)]);
-  const MonitorSample m = monitor_->sample();
+  const auto sample_start = std::chrono::steady_clock::now();
+  const MonitorSample m = monitor_ ? monitor_->sample() : MonitorSample{};
+  const double monitor_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sample_start).count();
   mine.cpu_util_process = m.cpu_util_process;
   mine.cpu_util_machine = m.cpu_util_machine;
   mine.mem_rss_bytes = m.mem_rss_bytes;
@@ -189,7 +192,8 @@ void Trainer::decide_window() {
       line["nodes"] = recs;
       line["loss"] = loss;
       line["noise_scale"] = g.noise_scale;
-      line["monitor_source"] = monitor_->source();
+      line["monitor_source"] = monitor_source();
+      line["monitor_sample_s"] = monitor_s;  // rank 0's probe read-out cost this window
       outputs_->decision(line);
     }
   }
@@ -223,7 +227,7 @@ bool Trainer::run() {
   log("dynamix: " + std::to_string(world_) + " ranks, backend " + comm_.backend() + ", model " + config_.model +
       ", dataset " + config_.dataset.name + " (" + std::to_string(data_.train->size()) + " train / " +
       std::to_string(data_.test->size()) + " test), policy " + config_.policy.name + ", plan [" + join(plan_) +
-      "], monitor " + monitor_->source() + ", " + std::to_string(buckets_->num_buckets()) + " gradient bucket(s) of " +
+      "], monitor " + monitor_source() + ", " + std::to_string(buckets_->num_buckets()) + " gradient bucket(s) of " +
       fmt("%.1f", buckets_->total_bytes() / 1048576.0) + " MB in all");
   const int64_t window = config_.policy.window;
   const int64_t ckpt_every = config_.output.checkpoint_every;
@@ -283,7 +287,7 @@ void Trainer::write_summary() {
       {"time_to_target_s", nullable(progress_.time_to_target_s)},
       {"mean_throughput", t > 0 ? progress_.samples_seen / t : 0.0},
       {"mean_wait_fraction", progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)},
-      {"monitor_source", monitor_->source()},
+      {"monitor_source", monitor_source()},
       {"backend", comm_.backend()},
       {"completed", finished()}};
   outputs_->write_summary(s);

@@ -54,6 +54,7 @@ hetero:
     - {at_step: 400, rank: 2, bandwidth_mbps: 50}
 monitor:
   ebpf: off
+  enabled: false
 backend: mpi
 comm:
   bucket_mb: 4.5
@@ -110,6 +111,7 @@ void expect_full(const Config& c) {
   EXPECT_FALSE(c.hetero.events[1].slowdown.has_value());
   EXPECT_EQ(c.hetero.events[1].bandwidth_mbps, 50.0);
   EXPECT_EQ(c.monitor.ebpf, "off");
+  EXPECT_FALSE(c.monitor.enabled);
   EXPECT_EQ(c.backend, "mpi");
   EXPECT_DOUBLE_EQ(c.comm.bucket_mb, 4.5);
   EXPECT_EQ(c.comm.compression, "hlc");
@@ -140,6 +142,7 @@ void expect_defaults(const Config& c) {
   EXPECT_TRUE(c.hetero.slowdown.empty());
   EXPECT_TRUE(c.hetero.events.empty());
   EXPECT_EQ(c.monitor.ebpf, "auto");
+  EXPECT_TRUE(c.monitor.enabled);
   EXPECT_EQ(c.backend, "auto");
   EXPECT_EQ(c.comm.bucket_mb, d.comm.bucket_mb);
   EXPECT_EQ(c.output.dir, d.output.dir);
