@@ -2,6 +2,7 @@
 #include "framework/train/grad_buckets.h"
 
 #include <chrono>
+#include <type_traits>
 
 #include "framework/core/error.h"
 
@@ -17,8 +18,9 @@ DType comm_dtype(torch::ScalarType t) {
 
 }  // namespace
 
-GradBuckets::GradBuckets(const std::vector<torch::Tensor>& params, double bucket_mb, Communicator& comm)
-    : comm_(comm) {
+GradBuckets::GradBuckets(const std::vector<torch::Tensor>& params, double bucket_mb, Communicator& comm,
+                         std::unique_ptr<GradientCodec> codec)
+    : comm_(comm), codec_(std::move(codec)) {
   const auto cap = static_cast<size_t>(bucket_mb * 1024.0 * 1024.0);
   // Reverse order: the last layers' gradients are ready first during backward.
   std::vector<torch::Tensor> pending;
@@ -69,8 +71,20 @@ void GradBuckets::reduce_bucket(Bucket& bucket, double weight, ReduceResult& out
   }
   T* flat = bucket.flat.data_ptr<T>();
   out.local_sq_norm += kernels::pack_scale<T>(segs, static_cast<T>(weight), flat);
+  const auto count = static_cast<size_t>(bucket.flat.numel());
   const auto t0 = std::chrono::steady_clock::now();
-  comm_.allreduce_sum(flat, static_cast<size_t>(bucket.flat.numel()), comm_dtype(bucket.flat.scalar_type()));
+  if constexpr (std::is_same_v<T, float>) {
+    if (codec_) {
+      codec_->allreduce_sum(flat, count, comm_, &out.codec);
+      out.wire_bytes += out.codec.bytes_sent;
+    } else {
+      comm_.allreduce_sum(flat, count, DType::kFloat32);
+      out.wire_bytes += count * sizeof(T);
+    }
+  } else {
+    comm_.allreduce_sum(flat, count, comm_dtype(bucket.flat.scalar_type()));
+    out.wire_bytes += count * sizeof(T);
+  }
   out.comm_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.global_sq_norm += kernels::unpack<T>(flat, segs);
   out.bytes += static_cast<size_t>(bucket.flat.numel()) * sizeof(T);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/comm/communicator.h"
+#include "framework/comm/compression/codec.h"
 #include "kernels/bucket_pack.h"
 
 namespace dynamix {
@@ -16,12 +17,16 @@ struct ReduceResult {
   double local_sq_norm = 0;   // |g_i|^2 of the local (unscaled) mean gradient
   double global_sq_norm = 0;  // |g|^2 of the averaged gradient
   double comm_s = 0;          // wall time inside allreduce calls (straggler wait included)
-  size_t bytes = 0;           // bytes allreduced
+  size_t bytes = 0;           // bytes of gradient reduced
+  size_t wire_bytes = 0;      // payload handed to collectives (less than `bytes` when compressed)
+  CodecStats codec;           // the last float32 bucket's codec statistics (compression on)
 };
 
 class GradBuckets {
  public:
-  GradBuckets(const std::vector<torch::Tensor>& params, double bucket_mb, Communicator& comm);
+  // `codec` (optional) reduces float32 buckets (comm.compression); float64 buckets stay dense.
+  GradBuckets(const std::vector<torch::Tensor>& params, double bucket_mb, Communicator& comm,
+              std::unique_ptr<GradientCodec> codec = nullptr);
 
   // Weighted SUM allreduce of all gradients; missing gradients count as zeros.
   ReduceResult reduce(double weight);
@@ -39,6 +44,7 @@ class GradBuckets {
   void reduce_bucket(Bucket& bucket, double weight, ReduceResult& out);
 
   Communicator& comm_;
+  std::unique_ptr<GradientCodec> codec_;
   std::vector<Bucket> buckets_;
 };
 

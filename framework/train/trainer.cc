@@ -93,7 +93,9 @@ void Trainer::setup() {
   } else {
     throw Error("train.optimizer: unknown optimizer '" + t.optimizer + "'");
   }
-  buckets_ = std::make_unique<GradBuckets>(model_->parameters(), config_.comm.bucket_mb, comm_);
+  std::unique_ptr<GradientCodec> codec;
+  if (config_.comm.compression != "none") codec = make_codec(config_.comm.compression);
+  buckets_ = std::make_unique<GradBuckets>(model_->parameters(), config_.comm.bucket_mb, comm_, std::move(codec));
   sampler_ = std::make_unique<VariableBatchSampler>(data_.train->size(), t.seed);
   prefetcher_ = std::make_unique<BatchPrefetcher>(data_.train);
   hetero_ = std::make_unique<HeteroEmulator>(config_.hetero, rank_, world_);
@@ -280,6 +282,7 @@ void Trainer::step() {
     // |g_i|^2 is of the unscaled local gradient; the packer saw it before scaling.
     mine.local_sq_norm = red.local_sq_norm;
     last_global_sq_norm_ = red.global_sq_norm;
+    last_reduce_ = red;
   }
 
   // Optimizer step at the learning rate of the planned global batch.
@@ -310,6 +313,15 @@ void Trainer::step() {
   progress_.wait_fraction_sum += wait_frac / world_;
 
   if (outputs_) {
+    nlohmann::json comm_line = {{"bytes", last_reduce_.bytes}, {"wire_bytes", last_reduce_.wire_bytes}};
+    if (config_.comm.compression != "none") {
+      const CodecStats& c = last_reduce_.codec;
+      comm_line["codec"] = config_.comm.compression;
+      comm_line["path"] = c.path;  // what the automatic choice picked for the last bucket
+      comm_line["union_density"] = c.union_density;
+      comm_line["peeled_fraction"] = c.peeled_fraction;
+      comm_line["fallback_count"] = c.fallback_count;
+    }
     std::vector<double> compute, data;
     for (const auto& l : ex.ranks) {
       compute.push_back(l.compute_s);
@@ -328,7 +340,8 @@ void Trainer::step() {
                        {"wait_time", ex.wait_s},
                        {"data_time", data},
                        {"throughput", step_time > 0 ? ex.samples / step_time : 0.0},
-                       {"monitor_source", monitor_source()}});
+                       {"monitor_source", monitor_source()},
+                       {"comm", comm_line}});
   }
   stop_agreed_ = ex.stop;
 }

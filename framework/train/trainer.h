@@ -111,6 +111,7 @@ class Trainer {
   std::vector<double> window_losses_;
   std::vector<double> window_grad_norms_;
   double last_global_sq_norm_ = 0;
+  ReduceResult last_reduce_;  // this rank's last gradient reduction (bytes, codec statistics)
   bool stop_agreed_ = false;  // some rank received a stop signal (agreed in the step exchange)
   int64_t last_eval_step_ = -1;
   int64_t total_steps_hint_ = 0;
