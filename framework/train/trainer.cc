@@ -215,7 +215,7 @@ double Trainer::fractional_epoch() const {
 
 void Trainer::cancel_prefetch() {
   if (!has_next_) return;
-  prefetcher_->take();  // discard; the sampler rewinds to what was consumed
+  if (!next_empty_) prefetcher_->take();  // discard; the sampler rewinds to what was consumed
   sampler_->set_position(progress_.epoch, progress_.cursor);
   has_next_ = false;
 }
@@ -226,7 +226,9 @@ void Trainer::prefetch_next(int64_t completed) {
   if (completed % config_.policy.window == 0 || stop_requested()) return;
   if ((t.max_steps > 0 && completed >= t.max_steps) || fractional_epoch() >= t.epochs - 1e-12) return;
   next_assignment_ = sampler_->next(plan_);
-  prefetcher_->submit(sampler_->indices(next_assignment_, rank_), data_seed(next_assignment_.epoch));
+  auto indices = sampler_->indices(next_assignment_, rank_);
+  next_empty_ = indices.empty();  // an epoch tail can leave this rank nothing to load
+  if (!next_empty_) prefetcher_->submit(std::move(indices), data_seed(next_assignment_.epoch));
   has_next_ = true;
 }
 
@@ -241,7 +243,7 @@ void Trainer::step() {
   Batch batch;
   if (has_next_) {
     last_assignment_ = next_assignment_;
-    batch = prefetcher_->take();
+    if (!next_empty_) batch = prefetcher_->take();
     has_next_ = false;
   } else {
     last_assignment_ = sampler_->next(plan_);

@@ -96,6 +96,7 @@ class Trainer {
   std::unique_ptr<BatchPrefetcher> prefetcher_;
   StepAssignment next_assignment_;  // the prefetched step, valid when has_next_
   bool has_next_ = false;
+  bool next_empty_ = false;         // the prefetched step gives this rank no samples
   std::unique_ptr<HeteroEmulator> hetero_;
   std::unique_ptr<BatchPolicy> policy_;  // rank 0 only
   std::unique_ptr<RunOutputs> outputs_;  // rank 0 only

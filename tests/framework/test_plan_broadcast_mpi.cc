@@ -41,5 +41,25 @@ TEST(PlanBroadcast, EveryRankUsesRankZerosDecision) {
   EXPECT_EQ(trainer.last_assignment().counts, plan);
 }
 
+TEST(PlanBroadcast, EpochTailCanLeaveRanksWithoutSamples) {
+  MpiCommunicator comm;
+  TrainOptions opts;
+  opts.write_outputs = false;
+  opts.quiet = true;
+  Trainer trainer(parse_config(kConfig, "test",
+                               {"dataset.train_size=100", "batch.init=[1,2,3,90]", "batch.min=1",
+                                "batch.max=128", "policy.name=static", "policy.window=50", "hetero.slowdown=[1.0]"}),
+                  comm, opts);
+  trainer.setup();
+  trainer.prepare();
+  trainer.step();  // 96 of 100; the next step (the tail of 4) is prefetched
+  trainer.step();
+  EXPECT_EQ(trainer.last_assignment().counts, (std::vector<int32_t>{0, 0, 0, 4}));
+  trainer.step();  // a new epoch, the full plan again
+  EXPECT_EQ(trainer.last_assignment().epoch, 1);
+  EXPECT_EQ(trainer.last_assignment().counts, (std::vector<int32_t>{1, 2, 3, 90}));
+  for (const auto& p : trainer.model().parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+}
+
 }  // namespace
 }  // namespace dynamix
