@@ -50,14 +50,12 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
     trainer.setup();
     trainer.prepare();
 
-    // The bare loop: same architecture, optimizer and data, nothing else.
+    // The bare loop: same architecture, optimizer (train.optimizer) and data, nothing else.
     torch::manual_seed(config.train.seed);
     ModelSpec spec{trainer.train_set().sample_shape(), trainer.train_set().num_classes(),
                    trainer.train_set().task()};
     ModelPtr bare = make_model(config.model, spec);
-    torch::optim::SGD bare_opt(bare->parameters(), torch::optim::SGDOptions(config.train.lr)
-                                                       .momentum(config.train.momentum)
-                                                       .weight_decay(config.train.weight_decay));
+    auto bare_opt = make_optimizer(config.train, bare->parameters());
     const int64_t b = trainer.plan()[0];
     const int64_t n = trainer.train_set().size();
     int64_t cursor = 0;
@@ -65,11 +63,11 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
       std::vector<int64_t> idx(static_cast<size_t>(b));
       for (auto& i : idx) i = cursor++ % n;
       Batch batch = trainer.train_set().get(idx, 0);
-      bare_opt.zero_grad();
+      bare_opt->zero_grad();
       auto logits = bare->forward(batch.inputs);
       auto loss = torch::nn::functional::cross_entropy(logits, batch.targets);
       loss.backward();
-      bare_opt.step();
+      bare_opt->step();
       (void)loss.item<double>();
     };
     for (int i = 0; i < cmd.warmup; ++i) {

@@ -24,7 +24,7 @@ class RunOutputs {
   void write_summary(const nlohmann::json& summary) const;
 
   const std::string& dir() const { return dir_; }
-  std::string checkpoint_path() const { return dir_ + "/checkpoint.pt"; }
+  std::string checkpoint_path() const { return checkpoint_path_in(dir_); }
 
   static std::string checkpoint_path_in(const std::string& dir) { return dir + "/checkpoint.pt"; }
 

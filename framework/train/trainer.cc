@@ -47,6 +47,19 @@ torch::Tensor loss_of(const torch::Tensor& logits, const torch::Tensor& targets)
 
 }  // namespace
 
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& t,
+                                                       const std::vector<torch::Tensor>& params) {
+  if (t.optimizer == "sgd") {
+    return std::make_unique<torch::optim::SGD>(
+        params,
+        torch::optim::SGDOptions(t.lr).momentum(t.momentum).nesterov(t.nesterov).weight_decay(t.weight_decay));
+  }
+  if (t.optimizer == "adamw") {
+    return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
+  }
+  throw Error("train.optimizer: unknown optimizer '" + t.optimizer + "'");
+}
+
 Trainer::Trainer(Config config, Communicator& comm, TrainOptions options)
     : config_(std::move(config)), comm_(comm), options_(options), rank_(comm.rank()), world_(comm.size()) {}
 
@@ -83,16 +96,7 @@ void Trainer::setup() {
   if (options_.float64) model_->to(torch::kFloat64);
 
   const auto& t = config_.train;
-  if (t.optimizer == "sgd") {
-    optimizer_ = std::make_unique<torch::optim::SGD>(
-        model_->parameters(),
-        torch::optim::SGDOptions(t.lr).momentum(t.momentum).nesterov(t.nesterov).weight_decay(t.weight_decay));
-  } else if (t.optimizer == "adamw") {
-    optimizer_ = std::make_unique<torch::optim::AdamW>(
-        model_->parameters(), torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
-  } else {
-    throw Error("train.optimizer: unknown optimizer '" + t.optimizer + "'");
-  }
+  optimizer_ = make_optimizer(t, model_->parameters());
   std::unique_ptr<GradientCodec> codec;
   if (config_.comm.compression != "none") codec = make_codec(config_.comm.compression);
   buckets_ = std::make_unique<GradBuckets>(model_->parameters(), config_.comm.bucket_mb, comm_, std::move(codec));

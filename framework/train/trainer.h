@@ -28,6 +28,10 @@
 
 namespace dynamix {
 
+// The configured optimizer (train.optimizer: sgd | adamw) over `params`.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& train,
+                                                       const std::vector<torch::Tensor>& params);
+
 struct TrainOptions {
   bool resume = false;     // continue from output.dir's checkpoint
   bool overwrite = false;  // start afresh even if output.dir holds a checkpoint
