@@ -15,6 +15,7 @@ struct NodeRecord {
   int32_t batch_size = 0;   // b_i in force during the window
   int32_t batch_max = 0;    // upper bound b_max_i for this rank (memory)
   int32_t steps = 0;        // steps averaged in this record
+  int32_t oom_events = 0;   // steps this rank ran out of memory in the window (plan repaired)
   double compute_s = 0;     // mean forward+backward time per step (emulated slowdown included)
   double comm_s = 0;        // mean allreduce transfer time per step (straggler wait excluded)
   double wait_s = 0;        // mean straggler wait per step (gradients ready -> collective done)

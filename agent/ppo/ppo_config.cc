@@ -103,6 +103,7 @@ const std::map<std::string, Field>& fields() {
       {"reward.churn", reward_scalar(&RewardWeights::churn)},
       {"reward.generalization", reward_scalar(&RewardWeights::generalization)},
       {"reward.spike_threshold", reward_scalar(&RewardWeights::spike_threshold)},
+      {"reward.oom", reward_scalar(&RewardWeights::oom)},
       {"seed",
        {[](const PpoConfig& c) { return std::to_string(c.seed); },
         [](PpoConfig& c, const std::string& k, const std::string& v) {

@@ -14,6 +14,7 @@ struct RewardWeights {
   double churn = 0.1;             // mean relative size of the batch change
   double generalization = 0.1;    // improvement of test accuracy or training loss
   double spike_threshold = 0.05;  // loss rises below this relative amount are noise, not spikes
+  double oom = 2.0;               // a plan that ran a rank out of memory (per window it happened)
 };
 
 // PPO as in CleanRL's ppo.py, with the literature's defaults.

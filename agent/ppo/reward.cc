@@ -71,8 +71,9 @@ RewardTerms RewardTracker::reward(const ClusterState& s, const std::vector<int32
   } else {
     t.generalization = clip(-g.loss_trend, -1, 1);
   }
+  for (const auto& node : s.nodes) t.oom = std::max(t.oom, node.oom_events > 0 ? 1.0 : 0.0);
   t.total = w_.efficiency * t.efficiency - w_.instability * t.instability - w_.churn * t.churn +
-            w_.generalization * t.generalization;
+            w_.generalization * t.generalization - w_.oom * t.oom;
   if (std::isfinite(g.grad_norm_variance)) prev_gvar_ = g.grad_norm_variance;
   if (std::isfinite(g.last_test_accuracy)) prev_accuracy_ = g.last_test_accuracy;
   return t;

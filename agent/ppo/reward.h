@@ -16,6 +16,7 @@ namespace dynamix {
 //       - w_inst  * (max(0, loss_trend_t - spike_threshold) + max(0, log(gvar_t / gvar_{t-1})))
 //       - w_churn * mean_i |b_i,t - b_i,t-1| / b_i,t-1
 //       + w_gen   * generalization_t
+//       - w_oom   * [some rank ran out of memory during window t]
 //
 //   goodput_t   = (B_t / step_time_t) * E(B_t),  step_time_t = max_i (data+compute+wait+comm+opt)_i
 //   E(B)        = (B_noise + B_ref) / (B_noise + B)   (Pollux; 1 while B_noise is unknown)
@@ -25,7 +26,7 @@ namespace dynamix {
 // Every term is clipped to [-10, 10] so one broken measurement cannot dominate a rollout.
 // The reference makes the efficiency term scale-free: 0 at the starting plan, 1 = twice as fast.
 struct RewardTerms {
-  double efficiency = 0, instability = 0, churn = 0, generalization = 0, total = 0;
+  double efficiency = 0, instability = 0, churn = 0, generalization = 0, oom = 0, total = 0;
   double goodput = 0;  // samples/s x E(B) of the window
 };
 

@@ -17,6 +17,8 @@ int run_inspect(const std::string& path, bool json) {
                         {"policy", p.policy},   {"world_size", p.world_size},
                         {"step", p.step},       {"epoch", p.epoch},
                         {"cursor", p.cursor},   {"plan", p.plan},
+                        {"batch_max", p.batch_max},
+                        {"oom_events", p.oom_events},
                         {"elapsed_s", p.elapsed_s},
                         {"best_test_accuracy", p.best_test_accuracy},
                         {"last_test_accuracy", p.last_test_accuracy},

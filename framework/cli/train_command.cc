@@ -6,6 +6,7 @@
 
 #include "framework/cli/commands.h"
 #include "framework/comm/mpi_communicator.h"
+#include "framework/comm/watchdog.h"
 #include "framework/core/error.h"
 #include "framework/core/mpi_runtime.h"
 #include "framework/train/trainer.h"
@@ -53,24 +54,47 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     torch::set_num_threads(std::max(1, cores / std::max(1, runtime.local_size())));
   }
-  std::unique_ptr<Trainer> trainer;
+  Config config;
   std::string error;
   try {
-    TrainOptions opts;
-    opts.resume = cmd.resume;
-    opts.overwrite = cmd.overwrite;
-    trainer = std::make_unique<Trainer>(load_config(cmd.config, cmd.overrides), comm, opts);
-    trainer->setup();
+    config = load_config(cmd.config, cmd.overrides);
   } catch (const std::exception& e) {
     error = brief_error(e);
   }
   if (!all_ok(comm, error)) return 2;
+
+  // From here every collective is bounded and a lost rank ends the job (comm.watchdog).
+  std::unique_ptr<Watchdog> watchdog;
+  if (comm.size() > 1 && config.comm.watchdog) {
+    WatchdogOptions w;
+    w.collective_timeout_s = config.comm.timeout_s;
+    w.heartbeat_timeout_s = config.comm.heartbeat_timeout_s;
+    try {
+      watchdog = std::make_unique<Watchdog>(comm, w);
+    } catch (const std::exception& e) {
+      error = brief_error(e);  // the same on every rank: the channel agreed on failure
+    }
+    if (!all_ok(comm, error)) return 2;
+  }
+  WatchedCommunicator watched(comm, watchdog.get());
+
+  std::unique_ptr<Trainer> trainer;
+  try {
+    TrainOptions opts;
+    opts.resume = cmd.resume;
+    opts.overwrite = cmd.overwrite;
+    trainer = std::make_unique<Trainer>(std::move(config), watched, opts);
+    trainer->setup();
+  } catch (const std::exception& e) {
+    error = brief_error(e);
+  }
+  if (!all_ok(watched, error)) return 2;
   try {
     trainer->prepare();
   } catch (const std::exception& e) {
     error = brief_error(e);
   }
-  if (!all_ok(comm, error)) return 2;
+  if (!all_ok(watched, error)) return 2;
   try {
     trainer->run();
   } catch (const std::exception& e) {

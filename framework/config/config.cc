@@ -201,6 +201,7 @@ Fields hetero_fields(HeteroConfig& h, const YamlReader& r) {
       {"slowdown", [&](const Node& v, const Path& p) { read_per_rank(r, v, p, 1.0, h.slowdown); }},
       {"bandwidth_mbps",
        [&](const Node& v, const Path& p) { read_per_rank(r, v, p, 0.0, h.bandwidth_mbps); }},
+      {"memory_mb", [&](const Node& v, const Path& p) { read_per_rank(r, v, p, 0.0, h.memory_mb); }},
       {"events",
        [&](const Node& v, const Path& p) {
          h.events.clear();
@@ -233,6 +234,17 @@ Fields comm_fields(CommConfig& cc, const YamlReader& r) {
       {"compression",
        [&](const Node& v, const Path& p) {
          cc.compression = r.choice(v, p, {"none", "fp16", "bf16", "hlc"});
+       }},
+      {"watchdog", [&](const Node& v, const Path& p) { cc.watchdog = r.boolean(v, p); }},
+      {"timeout_s",
+       [&](const Node& v, const Path& p) {
+         cc.timeout_s = r.number(v, p);
+         r.require(cc.timeout_s >= 1, v, p, "must be >= 1 (seconds)");
+       }},
+      {"heartbeat_timeout_s",
+       [&](const Node& v, const Path& p) {
+         cc.heartbeat_timeout_s = r.number(v, p);
+         r.require(cc.heartbeat_timeout_s >= 2, v, p, "must be >= 2 (seconds; heartbeats are sent every second)");
        }},
   };
 }
@@ -348,6 +360,7 @@ void validate_for_world(const Config& config, int world_size) {
   check_count("batch.init", config.batch.init.size(), world_size, false);
   check_count("hetero.slowdown", config.hetero.slowdown.size(), world_size, true);
   check_count("hetero.bandwidth_mbps", config.hetero.bandwidth_mbps.size(), world_size, true);
+  check_count("hetero.memory_mb", config.hetero.memory_mb.size(), world_size, true);
   for (size_t i = 0; i < config.hetero.events.size(); ++i) {
     const int rank = config.hetero.events[i].rank;
     if (rank >= world_size) {

@@ -62,6 +62,7 @@ struct HeteroEvent {
 struct HeteroConfig {
   std::vector<double> slowdown;        // per rank, >= 1; empty = all 1
   std::vector<double> bandwidth_mbps;  // per rank, >= 0 (0 = unlimited); empty = all unlimited
+  std::vector<double> memory_mb;       // per rank emulated device memory, >= 0 (0 = unlimited)
   std::vector<HeteroEvent> events;
 };
 
@@ -73,6 +74,9 @@ struct MonitorConfig {
 struct CommConfig {
   double bucket_mb = 25.0;           // fused bucket size
   std::string compression = "none";  // none | fp16 | bf16 | hlc
+  bool watchdog = true;              // bound collectives and detect lost ranks (multi-rank runs)
+  double timeout_s = 300;            // longest any one collective may take
+  double heartbeat_timeout_s = 30;   // silence after which a rank counts as lost
 };
 
 struct OutputConfig {

@@ -36,6 +36,8 @@ nlohmann::json progress_json(const TrainProgress& p) {
           {"time_to_target_s", p.time_to_target_s},
           {"windows", p.windows},
           {"last_window_loss", p.last_window_loss},
+          {"oom_events", p.oom_events},
+          {"batch_max", p.batch_max},
           {"model", p.model},
           {"optimizer", p.optimizer},
           {"policy", p.policy}};
@@ -60,6 +62,8 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     p.time_to_target_s = j.at("time_to_target_s");
     p.windows = j.at("windows");
     p.last_window_loss = j.at("last_window_loss");
+    p.oom_events = j.at("oom_events");
+    p.batch_max = j.at("batch_max").get<std::vector<int32_t>>();
     p.model = j.at("model");
     p.optimizer = j.at("optimizer");
     p.policy = j.at("policy");

@@ -25,6 +25,8 @@ struct TrainProgress {
   double time_to_target_s = -1;  // -1 = not reached
   int64_t windows = 0;           // decision windows completed
   double last_window_loss = 0;
+  int64_t oom_events = 0;                // steps redone after a rank ran out of memory
+  std::vector<int32_t> batch_max;        // per-rank batch limits (lowered by out-of-memory events)
   std::string model, optimizer, policy;
   std::string policy_state;              // BatchPolicy::save_state()
   std::vector<std::string> rng_states;   // torch CPU generator state per rank

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "framework/core/error.h"
+#include "agent/plan_projection.h"
 #include "framework/train/checkpoint_file.h"
+#include "framework/train/memory_cap.h"
 #include "framework/train/policy_factory.h"
 #include "models/registry.h"
 #include "framework/train/signals.h"
@@ -20,6 +22,12 @@ namespace dynamix {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::string join_plan(const std::vector<int32_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -87,6 +95,11 @@ void Trainer::setup() {
   }
 
   data_ = load_dataset(dataset_spec(config_.dataset));
+  // Emulated device memory counts what a GPU would hold (model, optimizer, activations, batches),
+  // not the host-side dataset loaded above.
+  const auto& mem = config_.hetero.memory_mb;
+  const double mem_mb = mem.empty() ? 0.0 : mem.size() == 1 ? mem[0] : mem[static_cast<size_t>(rank_)];
+  if (mem_mb > 0) install_cpu_memory_cap(static_cast<size_t>(mem_mb * 1048576.0));
   torch::manual_seed(config_.train.seed);  // identical initial weights on every rank
   ModelSpec spec;
   spec.input_shape = data_.train->sample_shape();
@@ -154,6 +167,12 @@ void Trainer::prepare() {
     sampler_->set_position(progress_.epoch, progress_.cursor);
     if (progress_.world_size == world_) {
       plan_ = progress_.plan;
+      // Limits learned from out-of-memory events hold for the same ranks (never above the config).
+      if (progress_.batch_max.size() == bounds_.max.size()) {
+        for (size_t i = 0; i < bounds_.max.size(); ++i) {
+          bounds_.max[i] = std::min(bounds_.max[i], std::max(1, progress_.batch_max[i]));
+        }
+      }
       set_generator_state(progress_.rng_states[static_cast<size_t>(rank_)]);
     } else {
       // A different world size: start from the configured plan; the sampler continues the epoch.
@@ -236,52 +255,78 @@ void Trainer::prefetch_next(int64_t completed) {
   has_next_ = true;
 }
 
-void Trainer::step() {
+bool Trainer::step() {
   const auto step_start = Clock::now();
   hetero_->on_step(progress_.step);
   LocalStep mine;
   mine.stop = stop_requested() ? 1.0 : 0.0;
+  const int64_t epoch_before = progress_.epoch, cursor_before = progress_.cursor;
 
   // Data: this rank's slice of the step, usually loaded in the background during the last step.
   auto t0 = Clock::now();
+  // Out of memory while loading or computing (the batch-size-dependent allocations) is agreed on
+  // below and recovered from; anywhere else it ends the run.
+  std::string oom_what;
   Batch batch;
   if (has_next_) {
     last_assignment_ = next_assignment_;
-    if (!next_empty_) batch = prefetcher_->take();
     has_next_ = false;
+    try {
+      if (!next_empty_) batch = prefetcher_->take();
+    } catch (const c10::OutOfMemoryError& e) {
+      oom_what = e.what_without_backtrace();
+    }
   } else {
     last_assignment_ = sampler_->next(plan_);
     const auto indices = sampler_->indices(last_assignment_, rank_);
-    if (!indices.empty()) batch = data_.train->get(indices, data_seed(last_assignment_.epoch));
+    try {
+      if (!indices.empty()) batch = data_.train->get(indices, data_seed(last_assignment_.epoch));
+    } catch (const c10::OutOfMemoryError& e) {
+      oom_what = e.what_without_backtrace();
+    }
   }
   const int64_t n = last_assignment_.counts[static_cast<size_t>(rank_)];
-  if (options_.float64 && n > 0 && batch.inputs.is_floating_point()) batch.inputs = batch.inputs.to(torch::kFloat64);
+  if (options_.float64 && n > 0 && oom_what.empty() && batch.inputs.is_floating_point()) {
+    batch.inputs = batch.inputs.to(torch::kFloat64);
+  }
   mine.data_s = seconds_since(t0);
   progress_.epoch = last_assignment_.epoch;
   progress_.cursor = last_assignment_.start + last_assignment_.total();
-
 
   // Forward/backward on the local mean loss, with the next batch loading alongside.
   prefetch_next(progress_.step + 1);
   t0 = Clock::now();
   model_->train();
   optimizer_->zero_grad();
-  if (n > 0) {
-    auto loss = loss_of(model_->forward(batch.inputs), batch.targets);
-    loss.backward();
-    mine.loss_sum = loss.item<double>() * static_cast<double>(n);
+  if (n > 0 && oom_what.empty()) {
+    try {
+      auto loss = loss_of(model_->forward(batch.inputs), batch.targets);
+      loss.backward();
+      mine.loss_sum = loss.item<double>() * static_cast<double>(n);
+    } catch (const c10::OutOfMemoryError& e) {
+      oom_what = e.what_without_backtrace();  // the graph and the batch go with the stack
+    }
   }
+  batch = Batch{};
   mine.samples = static_cast<double>(n);
   double compute = seconds_since(t0);
   const double delay = hetero_->compute_delay(compute);
   HeteroEmulator::sleep_seconds(delay);
   mine.compute_s = compute + delay;
 
+  // Every rank must have its gradient before any is averaged: one small collective (which also
+  // absorbs the straggler wait, so it is timed with the allreduce).
+  t0 = Clock::now();
+  const std::vector<int32_t> ooms = agree_on_memory(!oom_what.empty(), static_cast<int32_t>(n));
+  if (!ooms.empty()) {
+    recover_from_oom(ooms, oom_what, epoch_before, cursor_before);
+    return false;
+  }
+
   // Weighted average: scale by b_i / B while packing, SUM allreduce, unpack.
   const double total = static_cast<double>(last_assignment_.total());
   const double weight = static_cast<double>(n) / total;
   if (world_ > 1) {
-    t0 = Clock::now();
     const ReduceResult red = buckets_->reduce(weight);
     HeteroEmulator::sleep_seconds(hetero_->comm_delay(red.bytes, red.comm_s));
     mine.allreduce_s = seconds_since(t0);
@@ -350,6 +395,54 @@ void Trainer::step() {
                        {"comm", comm_line}});
   }
   stop_agreed_ = ex.stop;
+  return true;
+}
+
+std::vector<int32_t> Trainer::agree_on_memory(bool out_of_memory, int32_t batch) {
+  int64_t any = out_of_memory ? 1 : 0;
+  if (world_ > 1) comm_.allreduce_max(&any, 1, DType::kInt64);
+  if (any == 0) return {};
+  const int32_t mine = out_of_memory ? batch : 0;
+  std::vector<int32_t> all(static_cast<size_t>(world_), mine);
+  if (world_ > 1) comm_.allgather(&mine, sizeof(int32_t), all.data());
+  return all;
+}
+
+void Trainer::recover_from_oom(const std::vector<int32_t>& ooms, const std::string& what, int64_t epoch,
+                               int64_t cursor) {
+  // Nothing of this step is applied: every rank drops its gradient and the step is redone with
+  // the repaired plan from the same sampler position, so no sample is skipped or repeated.
+  optimizer_->zero_grad();
+  if (!what.empty()) std::fprintf(stderr, "dynamix: rank %d: %s\n", rank_, what.c_str());
+  std::string who;
+  for (int r = 0; r < world_; ++r) {
+    const int32_t b = ooms[static_cast<size_t>(r)];
+    if (b == 0) continue;
+    int32_t& cap = bounds_.max[static_cast<size_t>(r)];
+    if (b <= std::max(1, bounds_.min)) {
+      throw Error("rank " + std::to_string(r) + " ran out of memory at batch " + std::to_string(b) +
+                  ", the smallest allowed (batch.min): the model does not fit in that rank's memory");
+    }
+    // A quarter below the failing size: a few retries find the limit without giving up much.
+    cap = std::min(cap, std::max(std::max(1, bounds_.min), b - std::max(1, b / 4)));
+    if (r == rank_) ++window_oom_events_;
+    ++progress_.oom_events;
+    who += (who.empty() ? "" : ", ") + std::to_string(r) + " at batch " + std::to_string(b) + " (limit now " +
+           std::to_string(cap) + ")";
+    if (rank_ == 0) {
+      pending_oom_.push_back({{"step", progress_.step}, {"rank", r}, {"batch", b}, {"batch_max", cap}});
+    }
+  }
+  std::vector<double> desired(plan_.begin(), plan_.end());
+  BatchBounds repair = bounds_;
+  repair.max_change = 0;
+  const BatchPlan fixed = project_plan(std::move(desired), plan_, repair);
+  progress_.epoch = epoch;
+  progress_.cursor = cursor;
+  set_plan(fixed.batch_sizes);
+  sampler_->set_position(epoch, cursor);
+  log("step " + std::to_string(progress_.step + 1) + ": out of memory on rank " + who + "; step redone with plan [" +
+      join_plan(plan_) + "]" + (fixed.note.empty() ? "" : " (" + fixed.note + ")"));
 }
 
 }  // namespace dynamix

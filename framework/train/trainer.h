@@ -55,7 +55,10 @@ class Trainer {
   bool run();
 
   // One training step with the current plan (exposed for tests and `dynamix bench step`).
-  void step();
+  // Returns false when a rank ran out of memory: nothing was applied, the plan was repaired
+  // (that rank's limit lowered) and the same samples are due again.
+  bool step();
+  const BatchBounds& bounds() const { return bounds_; }
   // Replaces the plan (every rank must call it with the same plan); drops a prefetched step.
   void set_plan(const std::vector<int32_t>& plan);
   const std::vector<int32_t>& plan() const { return plan_; }
@@ -74,6 +77,10 @@ class Trainer {
 
  private:
   void decide_window();
+  // All ranks learn which ranks ran out of memory in this step (batch size per rank, 0 = fine);
+  // empty when none did. One 8-byte allreduce in the common case.
+  std::vector<int32_t> agree_on_memory(bool out_of_memory, int32_t batch);
+  void recover_from_oom(const std::vector<int32_t>& ooms, const std::string& what, int64_t epoch, int64_t cursor);
   // Loads the batch of the step after the one in progress (which completes `completed` steps) in
   // the background, when that step's plan is already known.
   void prefetch_next(int64_t completed);
@@ -116,6 +123,8 @@ class Trainer {
   std::vector<double> window_losses_;
   std::vector<double> window_grad_norms_;
   double last_global_sq_norm_ = 0;
+  int32_t window_oom_events_ = 0;            // this rank's, for its NodeRecord
+  std::vector<nlohmann::json> pending_oom_;  // rank 0: events for the next decisions.jsonl line
   ReduceResult last_reduce_;  // this rank's last gradient reduction (bytes, codec statistics)
   bool stop_agreed_ = false;  // some rank received a stop signal (agreed in the step exchange)
   int64_t last_eval_step_ = -1;

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "agent/plan_projection.h"
 #include "framework/core/error.h"
 #include "framework/train/checkpoint_file.h"
 #include "framework/train/signals.h"
@@ -106,6 +107,8 @@ void Trainer::maybe_evaluate(bool force) {
 
 void Trainer::decide_window() {
   NodeRecord mine = window_.take(rank_, bounds_.max[static_cast<size_t>(rank_)]);
+  mine.oom_events = window_oom_events_;
+  window_oom_events_ = 0;
   const auto sample_start = std::chrono::steady_clock::now();
   const MonitorSample m = monitor_ ? monitor_->sample() : MonitorSample{};
   const double monitor_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sample_start).count();
@@ -165,6 +168,13 @@ void Trainer::decide_window() {
       plan = policy_->decide(state);
       if (valid_plan(plan.batch_sizes, bounds_, static_cast<size_t>(world_), &note)) {
         next = plan.batch_sizes;
+      } else if (plan.batch_sizes.size() == static_cast<size_t>(world_)) {
+        // E.g. a limit lowered after running out of memory that the policy does not know yet.
+        BatchBounds b = bounds_;
+        b.max_change = 0;
+        next = project_plan(std::vector<double>(plan.batch_sizes.begin(), plan.batch_sizes.end()), plan_, b)
+                   .batch_sizes;
+        note = "policy returned an infeasible plan (" + note + "); projected onto the limits";
       } else {
         note = "policy returned an infeasible plan (" + note + "); kept the last plan";
       }
@@ -190,6 +200,10 @@ void Trainer::decide_window() {
                         {"net_retransmits_per_s", r.net_retransmits_per_s}, {"net_srtt_us", r.net_srtt_us}});
       }
       line["nodes"] = recs;
+      if (!pending_oom_.empty()) {
+        line["oom"] = pending_oom_;
+        pending_oom_.clear();
+      }
       line["loss"] = loss;
       line["noise_scale"] = g.noise_scale;
       line["monitor_source"] = monitor_source();
@@ -218,6 +232,7 @@ void Trainer::save_checkpoint() {
   for (int r = 0; r < world_; ++r) progress_.rng_states.push_back(all.substr(static_cast<size_t>(r * len), len));
   progress_.elapsed_s = elapsed();
   progress_.plan = plan_;
+  progress_.batch_max = bounds_.max;
   progress_.policy_state = policy_ ? policy_->save_state() : "";
   write_checkpoint_file(outputs_->checkpoint_path(), encode_checkpoint(*model_, *optimizer_, progress_));
 }
@@ -233,7 +248,7 @@ bool Trainer::run() {
   const int64_t ckpt_every = config_.output.checkpoint_every;
   bool stopped = false;
   while (!finished()) {
-    step();
+    if (!step()) continue;  // out of memory: plan repaired, the same step again
     if (progress_.step % window == 0) decide_window();
     maybe_evaluate(false);
     if (stop_agreed_) {
@@ -289,6 +304,7 @@ void Trainer::write_summary() {
       {"mean_wait_fraction", progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)},
       {"monitor_source", monitor_source()},
       {"backend", comm_.backend()},
+      {"oom_events", progress_.oom_events},
       {"completed", finished()}};
   outputs_->write_summary(s);
 }

@@ -225,5 +225,36 @@ TEST(DynamixPolicy, RewardFollowsGoodputAgainstTheFirstWindow) {
   EXPECT_FALSE(policy.decide(s).has_reward);
 }
 
+TEST(DynamixPolicy, AWindowWithAnOutOfMemoryRankIsPenalized) {
+  DynamixOptions o;
+  o.ppo = small_config(false);
+  o.learn = false;
+  DynamixPolicy policy(o);
+  ClusterState s;
+  s.bounds.max.assign(2, 100);
+  s.bounds.global_batch = 40;
+  s.bounds.max_change = 0;
+  s.nodes.resize(2);
+  for (auto& r : s.nodes) {
+    r.batch_size = 20;
+    r.compute_s = 0.1;
+  }
+  policy.decide(s);
+  s.window = 1;
+  BatchPlan clean = policy.decide(s);
+  ASSERT_TRUE(clean.has_reward);
+  EXPECT_EQ(policy.last_reward().oom, 0.0);
+  s.window = 2;
+  s.nodes[1].oom_events = 1;
+  BatchPlan oom = policy.decide(s);
+  EXPECT_EQ(policy.last_reward().oom, 1.0);
+  const double churn_delta = policy.last_reward().churn;
+  EXPECT_NEAR(oom.reward, policy.last_reward().efficiency - 0.1 * churn_delta +
+                              0.1 * policy.last_reward().generalization - 0.5 * policy.last_reward().instability -
+                              o.ppo.reward.oom,
+              1e-9);
+  EXPECT_LT(oom.reward, clean.reward - 1.0);
+}
+
 }  // namespace
 }  // namespace dynamix

@@ -59,6 +59,9 @@ backend: mpi
 comm:
   bucket_mb: 4.5
   compression: hlc
+  watchdog: false
+  timeout_s: 120
+  heartbeat_timeout_s: 10
 output:
   dir: runs/full
   checkpoint_every: 100
@@ -115,6 +118,9 @@ void expect_full(const Config& c) {
   EXPECT_EQ(c.backend, "mpi");
   EXPECT_DOUBLE_EQ(c.comm.bucket_mb, 4.5);
   EXPECT_EQ(c.comm.compression, "hlc");
+  EXPECT_FALSE(c.comm.watchdog);
+  EXPECT_DOUBLE_EQ(c.comm.timeout_s, 120.0);
+  EXPECT_DOUBLE_EQ(c.comm.heartbeat_timeout_s, 10.0);
   EXPECT_EQ(c.output.dir, "runs/full");
   EXPECT_EQ(c.output.checkpoint_every, 100);
   const YAML::Node sim = YAML::Load(c.sim_yaml);

@@ -77,6 +77,33 @@ TEST(Sampler, RestoredPositionContinuesTheSameSequence) {
   EXPECT_THROW(b.set_position(0, 51), Error);
 }
 
+TEST(Sampler, ResumedWithAnotherWorldSizeFinishesTheEpochWithoutRepeatsOrGaps) {
+  // 4 ranks run part of an epoch and checkpoint (epoch, cursor); 3 ranks, and then 5, resume
+  // from it in fresh samplers: together they use every index exactly once.
+  const int64_t n = 1003;
+  for (const int resumed_world : {3, 5}) {
+    std::vector<int> seen(n, 0);
+    VariableBatchSampler before(n, 11);
+    for (int s = 0; s < 5; ++s) {
+      const StepAssignment step = before.next({16, 16, 32, 8});
+      for (int r = 0; r < 4; ++r) {
+        for (int64_t i : before.indices(step, r)) ++seen[i];
+      }
+    }
+    VariableBatchSampler after(n, 11);
+    after.set_position(before.epoch(), before.cursor());
+    const std::vector<int32_t> plan(static_cast<size_t>(resumed_world), 24);
+    while (after.epoch() == 0 && after.cursor() < n) {
+      const StepAssignment step = after.next(plan);
+      ASSERT_EQ(step.epoch, 0);
+      for (int r = 0; r < resumed_world; ++r) {
+        for (int64_t i : after.indices(step, r)) ++seen[i];
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "index " << i << ", resumed on " << resumed_world;
+  }
+}
+
 TEST(Sampler, RejectsEmptyPlans) {
   VariableBatchSampler s(10, 1);
   EXPECT_THROW(s.next({0, 0}), Error);

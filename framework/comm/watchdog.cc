@@ -1,0 +1,444 @@
+// DYNAMIX — the watchdog thread, its wire messages, and the watched communicator.
+#include "framework/comm/watchdog.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+#include "framework/comm/tcp_channel.h"
+#include "framework/core/error.h"
+
+namespace dynamix {
+namespace {
+
+constexpr uint32_t kMagic = 0x44585744;  // "DXWD"
+enum MessageType : uint32_t { kHello = 1, kHeartbeat = 2, kBye = 3, kAbort = 4 };
+
+template <size_t N>
+void copy_text(char (&dst)[N], const std::string& src) {
+  std::memset(dst, 0, N);
+  std::memcpy(dst, src.data(), std::min(src.size(), N - 1));
+}
+
+template <size_t N>
+std::string text_of(const char (&src)[N]) {
+  return std::string(src, strnlen(src, N));
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f s", s);
+  return buf;
+}
+
+}  // namespace
+
+// Fixed-size record; ranks of one job run the same binary on the same architecture.
+struct Watchdog::Message {
+  uint32_t magic = kMagic;
+  uint32_t type = 0;
+  int32_t rank = -1;
+  int32_t subject = -1;          // kAbort: the lost rank (-1: none in particular)
+  uint64_t entered = 0;          // collectives this rank has entered
+  double in_collective_s = -1;   // time inside the current collective; < 0 outside
+  char op[16] = {};
+  char text[360] = {};
+};
+
+struct Watchdog::Peer {
+  int fd = -1;
+  std::string inbox;
+  double last_seen = 0;
+  uint64_t entered = 0;
+  double in_collective_s = -1;
+  std::string op = "none";
+  bool finished = false;  // said goodbye
+  bool closed = false;
+};
+
+Watchdog::Watchdog(Communicator& comm, WatchdogOptions options, std::function<void()> on_abort)
+    : options_(options), on_abort_(std::move(on_abort)), rank_(comm.rank()), world_(comm.size()) {
+  static_assert(std::is_trivially_copyable<Message>::value, "sent as bytes");
+  connect_all(comm);
+  thread_ = std::thread([this] { run(); });
+}
+
+Watchdog::~Watchdog() {
+  stop_ = true;  // the thread says goodbye itself: one writer per socket
+  if (thread_.joinable()) thread_.join();
+  for (auto& p : peers_) tcp_close(p.fd);
+}
+
+void Watchdog::connect_all(Communicator& comm) {
+  // Who is who, for messages.
+  struct Identity {
+    int32_t pid;
+    char host[60];
+  } mine{static_cast<int32_t>(::getpid()), {}};
+  ::gethostname(mine.host, sizeof(mine.host) - 1);
+  std::vector<Identity> all(static_cast<size_t>(world_));
+  comm.allgather(&mine, sizeof(Identity), all.data());
+  for (const auto& id : all) identity_.push_back("pid " + std::to_string(id.pid) + " on " + text_of(id.host));
+
+  struct Address {
+    uint16_t port = 0;
+    uint16_t count = 0;
+    char ip[8][16] = {};
+  } address;
+  int listen_fd = -1;
+  std::string error;
+  if (rank_ == 0) {
+    try {
+      listen_fd = tcp_listen_any(&address.port);
+      for (const auto& ip : local_ipv4_addresses()) {
+        if (address.count == 8) break;
+        copy_text(address.ip[address.count++], ip);
+      }
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  comm.broadcast(&address, sizeof(address), DType::kUInt8, 0);
+
+  const auto start = std::chrono::steady_clock::now();
+  auto remaining = [&] {
+    return options_.connect_timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  if (rank_ == 0) {
+    peers_.resize(static_cast<size_t>(world_));
+    // Accept until every rank has said hello (a rank is known by its hello, not its address).
+    std::vector<Peer> pending;
+    int joined = 0;
+    while (listen_fd >= 0 && joined < world_ - 1 && remaining() > 0) {
+      std::vector<pollfd> fds{{listen_fd, POLLIN, 0}};
+      for (const auto& p : pending) fds.push_back({p.fd, POLLIN, 0});
+      ::poll(fds.data(), fds.size(), 100);
+      for (int fd; (fd = tcp_accept(listen_fd)) >= 0;) {
+        Peer p;
+        p.fd = fd;
+        pending.push_back(std::move(p));
+      }
+      for (auto& p : pending) {
+        if (p.fd < 0) continue;
+        if (tcp_recv_available(p.fd, &p.inbox) == RecvStatus::kClosed && p.inbox.size() < sizeof(Message)) {
+          tcp_close(p.fd);
+          p.fd = -1;
+          continue;
+        }
+        if (p.inbox.size() < sizeof(Message)) continue;
+        Message hello;
+        std::memcpy(&hello, p.inbox.data(), sizeof(hello));
+        const bool valid = hello.magic == kMagic && hello.type == kHello && hello.rank > 0 && hello.rank < world_ &&
+                           peers_[static_cast<size_t>(hello.rank)].fd < 0;
+        if (!valid) {
+          tcp_close(p.fd);  // a stranger on our port, or a duplicate
+        } else {
+          Peer& peer = peers_[static_cast<size_t>(hello.rank)];
+          peer.fd = p.fd;
+          peer.inbox = p.inbox.substr(sizeof(Message));
+          ++joined;
+        }
+        p.fd = -1;
+      }
+      pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Peer& p) { return p.fd < 0; }),
+                    pending.end());
+    }
+    for (auto& p : pending) tcp_close(p.fd);
+    tcp_close(listen_fd);
+    if (error.empty() && joined < world_ - 1) {
+      std::string missing;
+      for (int r = 1; r < world_; ++r) {
+        if (peers_[static_cast<size_t>(r)].fd < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      }
+      error = "watchdog: ranks " + missing + " did not connect to rank 0 within " +
+              seconds(options_.connect_timeout_s) + " (TCP port " + std::to_string(address.port) + ")";
+    }
+  } else if (address.count > 0) {
+    peers_.resize(1);
+    std::string tried;
+    for (int i = 0; i < address.count && peers_[0].fd < 0 && remaining() > 0; ++i) {
+      const std::string ip = text_of(address.ip[i]);
+      peers_[0].fd = tcp_connect(ip, address.port, std::min(5.0, std::max(0.1, remaining())));
+      if (peers_[0].fd < 0) tried += (tried.empty() ? "" : ", ") + ip + ": " + std::strerror(errno);
+    }
+    if (peers_[0].fd >= 0) {
+      Message hello;
+      hello.type = kHello;
+      hello.rank = rank_;
+      if (!tcp_send(peers_[0].fd, &hello, sizeof(hello))) error = "watchdog: lost the connection to rank 0 at once";
+    } else {
+      error = "watchdog: cannot reach rank 0 on TCP port " + std::to_string(address.port) + " (" + tried + ")";
+    }
+  } else {
+    error = "watchdog: rank 0 could not open its TCP port";
+  }
+
+  // Agree before anyone relies on the channel.
+  const int failed = error.empty() ? 0 : 1;
+  std::vector<int> flags(static_cast<size_t>(world_));
+  comm.allgather(&failed, sizeof(int), flags.data());
+  std::string failing;
+  for (int r = 0; r < world_; ++r) {
+    if (flags[static_cast<size_t>(r)]) failing += (failing.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!failing.empty()) {
+    for (auto& p : peers_) tcp_close(p.fd);
+    peers_.clear();
+    throw Error(error.empty() ? "watchdog: set-up failed on ranks " + failing : error);
+  }
+  const double now = now_s();
+  for (auto& p : peers_) p.last_seen = now;
+}
+
+void Watchdog::enter(const char* op) {
+  op_.store(op);
+  entered_.fetch_add(1);
+  collective_start_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+void Watchdog::leave() { collective_start_ns_.store(0); }
+
+void Watchdog::set_exit_for_test(ExitFn exit) { exit_ = std::move(exit); }
+
+std::string Watchdog::describe(int rank) const {
+  if (rank < 0 || rank >= static_cast<int>(identity_.size())) return "rank " + std::to_string(rank);
+  return "rank " + std::to_string(rank) + " (" + identity_[static_cast<size_t>(rank)] + ")";
+}
+
+double Watchdog::now_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double Watchdog::in_collective_s(double now) const {
+  const int64_t start = collective_start_ns_.load();
+  if (start == 0) return -1;
+  return now - std::chrono::duration<double>(std::chrono::steady_clock::duration(start)).count();
+}
+
+void Watchdog::run() {
+  std::vector<pollfd> fds;
+  std::vector<int> who;
+  while (!stop_.load()) {
+    fds.clear();
+    who.clear();
+    for (size_t i = 0; i < peers_.size(); ++i) {
+      if (peers_[i].fd < 0 || peers_[i].closed) continue;
+      fds.push_back({peers_[i].fd, POLLIN, 0});
+      who.push_back(rank_ == 0 ? static_cast<int>(i) : 0);
+    }
+    ::poll(fds.data(), fds.size(), 200);
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (!fds[k].revents) continue;
+      const int from = who[k];
+      Peer& p = peers_[rank_ == 0 ? static_cast<size_t>(from) : 0];
+      const RecvStatus status = tcp_recv_available(p.fd, &p.inbox);
+      while (p.inbox.size() >= sizeof(Message)) {
+        Message m;
+        std::memcpy(&m, p.inbox.data(), sizeof(m));
+        p.inbox.erase(0, sizeof(m));
+        handle(from, m);
+      }
+      if (status == RecvStatus::kClosed) {
+        p.closed = true;
+        if (!p.finished && !tripped_.load()) {
+          fail(from, "its connection closed without a goodbye: the process died or was killed");
+        }
+      }
+    }
+    const double now = now_s();
+    if (now - last_sent_ >= options_.heartbeat_interval_s) {
+      send_heartbeats();
+      last_sent_ = now;
+    }
+    if (!tripped_.load()) check_peers(now);
+    if (!tripped_.load() && rank_ == 0) check_collectives(now);
+  }
+  if (!tripped_.load()) {
+    Message bye;
+    bye.type = kBye;
+    bye.rank = rank_;
+    for (auto& p : peers_) {
+      if (p.fd >= 0 && !p.closed) tcp_send(p.fd, &bye, sizeof(bye));
+    }
+  }
+}
+
+void Watchdog::handle(int from, const Message& m) {
+  Peer& p = peers_[rank_ == 0 ? static_cast<size_t>(from) : 0];
+  if (m.magic != kMagic) {
+    fail(from, "it sent a malformed watchdog message");
+    return;
+  }
+  p.last_seen = now_s();
+  switch (m.type) {
+    case kHeartbeat:
+      p.entered = m.entered;
+      p.in_collective_s = m.in_collective_s;
+      p.op = text_of(m.op);
+      break;
+    case kBye:
+      p.finished = true;
+      break;
+    case kAbort:
+      if (rank_ != 0 && !tripped_.exchange(true)) terminate("rank 0 ends the job: " + text_of(m.text));
+      break;
+    default:
+      break;
+  }
+}
+
+void Watchdog::send_heartbeats() {
+  Message m;
+  m.type = kHeartbeat;
+  m.rank = rank_;
+  m.entered = entered_.load();
+  m.in_collective_s = in_collective_s(now_s());
+  copy_text(m.op, op_.load());
+  for (auto& p : peers_) {
+    if (p.fd >= 0 && !p.closed && !p.finished) tcp_send(p.fd, &m, sizeof(m));
+  }
+}
+
+void Watchdog::check_peers(double now) {
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    const Peer& p = peers_[i];
+    const int r = rank_ == 0 ? static_cast<int>(i) : 0;
+    if ((rank_ == 0 && r == 0) || p.finished || p.closed) continue;
+    const double silent = now - p.last_seen;
+    if (silent > options_.heartbeat_timeout_s) {
+      fail(r, "no heartbeat for " + seconds(silent) + ": its process or host is hung, or the network to it is down");
+      return;
+    }
+  }
+}
+
+void Watchdog::check_collectives(double now) {
+  // Everyone's position: rank 0 from its own counters, the others from their last heartbeat.
+  std::vector<uint64_t> entered(static_cast<size_t>(world_));
+  std::vector<double> inside(static_cast<size_t>(world_));
+  std::vector<std::string> op(static_cast<size_t>(world_));
+  for (int r = 0; r < world_; ++r) {
+    const auto i = static_cast<size_t>(r);
+    if (r == 0) {
+      entered[i] = entered_.load();
+      inside[i] = in_collective_s(now);
+      op[i] = op_.load();
+    } else {
+      entered[i] = peers_[i].entered;
+      inside[i] = peers_[i].in_collective_s;
+      op[i] = peers_[i].op;
+    }
+  }
+  for (int r = 0; r < world_; ++r) {
+    const auto i = static_cast<size_t>(r);
+    if (inside[i] <= options_.collective_timeout_s) continue;
+    const uint64_t s = entered[i];
+    const std::string what = "collective #" + std::to_string(s) + " (" + op[i] + ")";
+    std::vector<int> behind;
+    for (int q = 0; q < world_; ++q) {
+      const auto j = static_cast<size_t>(q);
+      if (entered[j] < s && !(q > 0 && peers_[j].finished)) behind.push_back(q);
+    }
+    if (behind.empty()) {
+      fail(-1, "every rank has been inside " + what + " for over " + seconds(options_.collective_timeout_s) +
+                   " (comm.timeout_s): the transport is stalled");
+      return;
+    }
+    const auto b = static_cast<size_t>(behind[0]);
+    std::string why = "it has not joined " + what + ", which rank " + std::to_string(r) + " has waited in for " +
+                      seconds(inside[i]) + " (comm.timeout_s " + seconds(options_.collective_timeout_s) +
+                      "); it last entered collective #" + std::to_string(entered[b]) + " (" + op[b] + ")" +
+                      (inside[b] >= 0 ? " and is still inside it" : " and is busy outside collectives");
+    if (behind.size() > 1) {
+      why += "; also behind: ranks";
+      for (size_t k = 1; k < behind.size(); ++k) why += " " + std::to_string(behind[k]);
+    }
+    fail(behind[0], why);
+    return;
+  }
+}
+
+void Watchdog::fail(int lost, const std::string& why) {
+  if (tripped_.exchange(true)) return;
+  const std::string message = lost >= 0 ? "lost " + describe(lost) + ": " + why : why;
+  if (rank_ == 0) {
+    Message abort;
+    abort.type = kAbort;
+    abort.rank = 0;
+    abort.subject = lost;
+    copy_text(abort.text, message);
+    for (auto& p : peers_) {
+      if (p.fd >= 0 && !p.closed) tcp_send(p.fd, &abort, sizeof(abort));
+    }
+    if (!exit_) {
+      // Give the message time to arrive before our exit resets the connections: wait (briefly)
+      // for the ranks to hang up, reading what they still send.
+      const double until = now_s() + 2.0;
+      for (auto& p : peers_) {
+        while (p.fd >= 0 && !p.closed && now_s() < until) {
+          pollfd pfd{p.fd, POLLIN, 0};
+          ::poll(&pfd, 1, 50);
+          std::string drain;
+          if (tcp_recv_available(p.fd, &drain) == RecvStatus::kClosed) p.closed = true;
+        }
+      }
+    }
+  }
+  terminate(message);
+}
+
+void Watchdog::terminate(const std::string& message) {
+  std::fprintf(stderr, "dynamix: rank %d: watchdog: %s; exiting with status %d\n", rank_, message.c_str(),
+               kExitLostRank);
+  std::fflush(stderr);
+  if (on_abort_) on_abort_();
+  if (exit_) {
+    exit_(kExitLostRank, message);
+    return;
+  }
+  std::fflush(stdout);
+  std::_Exit(kExitLostRank);  // the main thread may be blocked in MPI: no destructors, no MPI calls
+}
+
+template <typename F>
+void WatchedCommunicator::watched(const char* op, F&& call) {
+  if (!watchdog_) {
+    call();
+    return;
+  }
+  watchdog_->enter(op);
+  try {
+    call();
+  } catch (...) {
+    watchdog_->leave();
+    throw;
+  }
+  watchdog_->leave();
+}
+
+void WatchedCommunicator::allreduce_sum(void* buffer, size_t count, DType dtype) {
+  watched("allreduce", [&] { inner_.allreduce_sum(buffer, count, dtype); });
+}
+void WatchedCommunicator::allreduce_max(void* buffer, size_t count, DType dtype) {
+  watched("allreduce_max", [&] { inner_.allreduce_max(buffer, count, dtype); });
+}
+void WatchedCommunicator::broadcast(void* buffer, size_t count, DType dtype, int root) {
+  watched("broadcast", [&] { inner_.broadcast(buffer, count, dtype, root); });
+}
+void WatchedCommunicator::gather(const void* send, size_t bytes, void* recv, int root) {
+  watched("gather", [&] { inner_.gather(send, bytes, recv, root); });
+}
+void WatchedCommunicator::allgather(const void* send, size_t bytes, void* recv) {
+  watched("allgather", [&] { inner_.allgather(send, bytes, recv); });
+}
+void WatchedCommunicator::barrier() {
+  watched("barrier", [&] { inner_.barrier(); });
+}
+
+}  // namespace dynamix

@@ -1,0 +1,120 @@
+// DYNAMIX — the watchdog: bounds every collective and notices lost ranks, so that a dead or hung
+// process ends the job within seconds, with a message naming it, instead of leaving the others
+// blocked for hours (srun does not kill the other tasks by default; MPI collectives never time out).
+//
+// A thread per rank keeps a TCP channel to rank 0, independent of MPI (star: rank 0 hears from
+// every rank, every rank from rank 0). Each second a rank reports how many collectives it has
+// entered and how long it has been inside the current one. Rank 0 decides:
+//   - a closed connection without a goodbye: that process died (detected at once);
+//   - silence longer than heartbeat_timeout_s: that rank's host or process is hung;
+//   - a rank inside collective #S longer than collective_timeout_s: the ranks that have not
+//     reached #S are named (or, if all are inside, the transport is declared stalled).
+// Rank 0 tells every live rank why, and each one exits with kExitLostRank after running the
+// on_abort hook (the NCCL communicator's abort, on GPUs). Ranks lose rank 0 the same way.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "framework/comm/communicator.h"
+
+namespace dynamix {
+
+// Exit status of a rank ended by the watchdog (EX_TEMPFAIL: the job may be retried from its
+// last checkpoint).
+constexpr int kExitLostRank = 75;
+
+struct WatchdogOptions {
+  double collective_timeout_s = 300;  // longest any one collective may take
+  double heartbeat_timeout_s = 30;    // silence after which a rank counts as lost
+  double heartbeat_interval_s = 1;
+  double connect_timeout_s = 60;      // for every rank to reach rank 0 at start
+};
+
+class Watchdog {
+ public:
+  // Terminates the process; tests replace it to observe the decision instead.
+  using ExitFn = std::function<void(int status, const std::string& message)>;
+
+  // Collective over `comm` (MPI; not yet watched): rank 0 listens, broadcasts its addresses, and
+  // every other rank connects. Throws dynamix::Error on every rank, naming the ranks that could
+  // not connect, if the channel cannot be set up.
+  Watchdog(Communicator& comm, WatchdogOptions options, std::function<void()> on_abort = {});
+  // Says goodbye (an orderly exit is not a loss) and stops the thread.
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  // Main thread, around every collective: `op` must be a string literal.
+  void enter(const char* op);
+  void leave();
+
+  void set_exit_for_test(ExitFn exit);
+  // Whether the watchdog has decided to end the job (tests).
+  bool tripped() const { return tripped_.load(); }
+  const WatchdogOptions& options() const { return options_; }
+
+  // Description of a rank for messages: "rank 2 (pid 4711 on node07)".
+  std::string describe(int rank) const;
+
+ private:
+  struct Peer;
+  struct Message;
+
+  void run();
+  void connect_all(Communicator& comm);
+  void handle(int from, const Message& m);
+  void check_peers(double now);
+  void check_collectives(double now);
+  void send_heartbeats();
+  // Rank 0: tells every live rank, then ends this process. Others: ends this process.
+  void fail(int lost, const std::string& why);
+  void terminate(const std::string& message);
+  double now_s() const;
+  double in_collective_s(double now) const;
+
+  const WatchdogOptions options_;
+  std::function<void()> on_abort_;
+  ExitFn exit_;
+  int rank_ = 0;
+  int world_ = 1;
+  std::vector<std::string> identity_;  // per rank: "pid P on HOST"
+  std::vector<Peer> peers_;            // rank 0: one per rank (self unused); others: [0] = rank 0
+  std::atomic<uint64_t> entered_{0};
+  std::atomic<int64_t> collective_start_ns_{0};  // 0 when not inside a collective
+  std::atomic<const char*> op_{"none"};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> tripped_{false};
+  double last_sent_ = -1e9;
+  std::thread thread_;
+};
+
+// A Communicator that reports every collective to a Watchdog (pass-through when it is null).
+class WatchedCommunicator final : public Communicator {
+ public:
+  WatchedCommunicator(Communicator& inner, Watchdog* watchdog) : inner_(inner), watchdog_(watchdog) {}
+
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string backend() const override { return inner_.backend(); }
+  void allreduce_sum(void* buffer, size_t count, DType dtype) override;
+  void allreduce_max(void* buffer, size_t count, DType dtype) override;
+  void broadcast(void* buffer, size_t count, DType dtype, int root) override;
+  void gather(const void* send, size_t bytes, void* recv, int root) override;
+  void allgather(const void* send, size_t bytes, void* recv) override;
+  void barrier() override;
+
+ private:
+  template <typename F>
+  void watched(const char* op, F&& call);
+
+  Communicator& inner_;
+  Watchdog* watchdog_;
+};
+
+}  // namespace dynamix

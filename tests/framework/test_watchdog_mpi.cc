@@ -1,0 +1,92 @@
+// DYNAMIX — the watchdog under mpirun -np 3: no false alarms in ordinary traffic or long quiet
+// phases, and a rank that does not reach a collective is named to every rank within the timeout.
+// (Killed and stopped processes are covered end to end by tests/e2e/test_rank_failure.py.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "framework/comm/mpi_communicator.h"
+#include "framework/comm/watchdog.h"
+
+namespace dynamix {
+namespace {
+
+struct Decision {
+  std::mutex mu;
+  std::atomic<int> calls{0};
+  int status = 0;
+  std::string message;
+};
+
+void observe(Watchdog& w, Decision& d) {
+  w.set_exit_for_test([&d](int status, const std::string& message) {
+    std::lock_guard<std::mutex> lock(d.mu);
+    d.status = status;
+    d.message = message;
+    ++d.calls;
+  });
+}
+
+TEST(Watchdog, QuietDuringOrdinaryTrafficAndLongPausesOutsideCollectives) {
+  MpiCommunicator mpi;
+  WatchdogOptions o;
+  o.collective_timeout_s = 5;
+  o.heartbeat_timeout_s = 2;  // shorter than the pause below: heartbeats come from the thread
+  Decision d;
+  {
+    Watchdog w(mpi, o);
+    observe(w, d);
+    WatchedCommunicator comm(mpi, &w);
+    std::vector<float> buf(1000, 1.0f);
+    for (int i = 0; i < 300; ++i) {
+      std::fill(buf.begin(), buf.end(), 1.0f);
+      comm.allreduce_sum(buf.data(), buf.size(), DType::kFloat32);
+    }
+    EXPECT_FLOAT_EQ(buf[999], static_cast<float>(mpi.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));  // e.g. a long evaluation
+    int64_t x = mpi.rank();
+    comm.allreduce_max(&x, 1, DType::kInt64);
+    EXPECT_EQ(x, mpi.size() - 1);
+    comm.barrier();
+  }
+  EXPECT_EQ(d.calls.load(), 0) << d.message;
+}
+
+TEST(Watchdog, NamesTheRankThatDoesNotJoinACollective) {
+  MpiCommunicator mpi;
+  ASSERT_EQ(mpi.size(), 3) << "run with mpirun -np 3";
+  WatchdogOptions o;
+  o.collective_timeout_s = 1.5;
+  o.heartbeat_timeout_s = 30;
+  Decision d;
+  Watchdog w(mpi, o);
+  observe(w, d);
+  WatchedCommunicator comm(mpi, &w);
+  comm.barrier();  // collective #1 for everyone
+  const auto t0 = std::chrono::steady_clock::now();
+  if (mpi.rank() == 2) std::this_thread::sleep_for(std::chrono::seconds(5));  // stuck outside
+  comm.barrier();  // #2: ranks 0 and 1 wait here
+  // Every rank, including the late one, has heard the verdict by the time the barrier completes.
+  while (d.calls.load() == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(d.calls.load(), 1);
+  EXPECT_TRUE(w.tripped());
+  EXPECT_EQ(d.status, kExitLostRank);
+  EXPECT_NE(d.message.find("lost rank 2 (pid "), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("has not joined collective #2 (barrier)"), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("busy outside collectives"), std::string::npos) << d.message;
+  if (mpi.rank() != 0) {
+    EXPECT_EQ(d.message.rfind("rank 0 ends the job: ", 0), 0u) << d.message;
+  }
+  mpi.barrier();  // tripped watchdogs say no goodbye: none of this may count as another loss
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(d.calls.load(), 1);
+}
+
+}  // namespace
+}  // namespace dynamix
