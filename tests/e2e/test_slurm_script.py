@@ -1,0 +1,120 @@
+"""scripts/slurm/train.sbatch, run as Slurm would run it but with stand-ins for `srun` (mpirun,
+plus the time-limit signal or a killed task on request) and `scontrol` (records the requeue):
+preempted -> requeued -> resumed to completion; a lost rank -> requeued -> resumed; retries
+bounded; bad input not retried."""
+import json
+import os
+import stat
+import subprocess
+
+from e2e_util import DYNAMIX, SOURCE_DIR, TempDir, fail, mpirun, read_jsonl, write
+
+CONFIG = """
+model: cnn
+dataset: {name: synthetic, shape: [1, 12, 12], classes: 4, train_size: 800, test_size: 64}
+batch: {init: [16], min: 2, max: 64}
+train: {max_steps: 40, epochs: 100, optimizer: sgd, lr: 0.05, seed: 8, eval_every: 0}
+policy: {window: 5}
+hetero: {slowdown: [5.0]}
+monitor: {enabled: false}
+comm: {heartbeat_timeout_s: 4}
+output: {checkpoint_every: 5}
+"""
+
+# srun stand-in: runs the command under mpirun with SLURM_NTASKS ranks; FAKE_SIGNAL (USR1) or
+# FAKE_KILL (a rank gets SIGKILL) once metrics.jsonl has FAKE_AFTER lines.
+SRUN = """#!/usr/bin/env bash
+args=()
+for a in "$@"; do [[ $a == --kill-on-bad-exit=* ]] || args+=("$a"); done
+{mpirun} "${{args[@]}}" &
+launcher=$!
+if [[ -n ${{FAKE_SIGNAL:-}}${{FAKE_KILL:-}} ]]; then
+  while kill -0 $launcher 2>/dev/null; do
+    if [[ -f $DYNAMIX_OUTPUT_DIR/metrics.jsonl && $(wc -l < $DYNAMIX_OUTPUT_DIR/metrics.jsonl) -ge $FAKE_AFTER ]]; then
+      ranks=$(pgrep -P $launcher)
+      if [[ -n ${{FAKE_SIGNAL:-}} ]]; then kill -USR1 $ranks; else kill -KILL $(echo $ranks | cut -d' ' -f2); fi
+      break
+    fi
+    sleep 0.05
+  done
+fi
+wait $launcher
+"""
+SCONTROL = """#!/usr/bin/env bash
+echo "$@" >> "$FAKE_SCONTROL_LOG"
+"""
+
+
+def executable(path, text):
+    write(path, text)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+def sbatch(d, config, out, restart, **fake):
+    env = dict(os.environ, PATH=f"{d / 'bin'}:{os.environ['PATH']}", SLURM_JOB_ID="4242",
+               SLURM_RESTART_COUNT=str(restart), DYNAMIX_OUTPUT_DIR=str(out),
+               FAKE_SCONTROL_LOG=str(d / "scontrol.log"), DYNAMIX_MAX_RESTARTS="2")
+    env.update({k: str(v) for k, v in fake.items()})
+    # The script runs build/bin/dynamix from the repository root, as sbatch would from there.
+    cmd = ["bash", str(SOURCE_DIR / "scripts/slurm/train.sbatch"), str(config)]
+    print("+", " ".join(cmd), fake, flush=True)
+    r = subprocess.run(cmd, cwd=SOURCE_DIR, env=env, capture_output=True, text=True, timeout=600)
+    print(r.stdout[-3000:], r.stderr[-3000:])
+    return r
+
+
+def requeues(d):
+    log = d / "scontrol.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def main():
+    if os.path.realpath(DYNAMIX) != os.path.realpath(SOURCE_DIR / "build/bin/dynamix"):
+        print(f"note: the script runs build/bin/dynamix; DYNAMIX_BIN is {DYNAMIX}")
+    with TempDir() as d:
+        (d / "bin").mkdir()
+        launcher = " ".join(mpirun(2))
+        executable(d / "bin" / "srun", SRUN.format(mpirun=launcher))
+        executable(d / "bin" / "scontrol", SCONTROL)
+        config = write(d / "run.yaml", CONFIG)
+
+        # Preemption: the time-limit signal, a requeue, and the requeued job finishes the run.
+        out = d / "preempted"
+        r = sbatch(d, config, out, 0, FAKE_SIGNAL=1, FAKE_AFTER=8)
+        if r.returncode != 0 or requeues(d) != ["requeue 4242"] or "preempted; requeueing" not in r.stdout:
+            fail("preemption: expected exit 0 and one requeue")
+        r = sbatch(d, config, out, 1)
+        summary = json.loads((out / "summary.json").read_text())
+        if r.returncode != 0 or "training completed" not in r.stdout or len(requeues(d)) != 1:
+            fail("preemption: the requeued job did not complete the run")
+        if not summary["completed"] or summary["steps"] != 40 or read_jsonl(out / "metrics.jsonl")[-1]["step"] != 40:
+            fail(f"preemption: summary {summary}")
+        print("ok: preempted, requeued, resumed to step 40")
+
+        # A killed task: the watchdog ends the job, the script requeues it, the rerun completes.
+        out = d / "lost"
+        r = sbatch(d, config, out, 0, FAKE_KILL=1, FAKE_AFTER=8)
+        if r.returncode != 0 or len(requeues(d)) != 2 or "run failed with status" not in r.stdout:
+            fail("lost rank: expected a requeue")
+        r = sbatch(d, config, out, 1)
+        if r.returncode != 0 or "training completed" not in r.stdout:
+            fail("lost rank: the requeued job did not complete")
+        print("ok: lost rank, requeued, resumed to the end")
+
+        # Retries are bounded: at DYNAMIX_MAX_RESTARTS the failure is reported, not requeued.
+        out = d / "bounded"
+        sbatch(d, config, out, 0, FAKE_KILL=1, FAKE_AFTER=8)
+        r = sbatch(d, config, out, 2, FAKE_KILL=1, FAKE_AFTER=12)
+        if r.returncode == 0 or len(requeues(d)) != 3 or "training failed" not in r.stderr:
+            fail("bounded: a third failure should not be requeued")
+        # Bad input exits 2 and is never retried.
+        bad = write(d / "bad.yaml", CONFIG + "nonsense: 1\n")
+        r = sbatch(d, bad, d / "bad", 0)
+        if r.returncode != 2 or len(requeues(d)) != 3:
+            fail("bad input: expected status 2 without a requeue")
+        print("ok: retries bounded; bad input not retried")
+    print("PASSED")
+
+
+if __name__ == "__main__":
+    main()
