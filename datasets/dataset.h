@@ -23,6 +23,8 @@ class Dataset {
   virtual std::vector<int64_t> sample_shape() const = 0;   // per sample, e.g. {1,28,28} or {seq_len}
   virtual int64_t num_classes() const = 0;                 // classes; vocab size for MLM
   virtual std::string task() const { return "classify"; }  // "classify" | "mlm"
+  // Ids per input column for embedding models (users, items); empty for images and text.
+  virtual std::vector<int64_t> input_cardinality() const { return {}; }
   // Samples at `indices`, in order: float32 normalized inputs (int64 token ids for text) on CPU.
   // Random augmentation / masking is a pure function of (seed, index), so a sample gets the same
   // augmentation whichever rank loads it. Throws dynamix::Error for an index out of range.
@@ -31,7 +33,7 @@ class Dataset {
 
 // Mirror of DatasetConfig (framework/config/config.h); datasets/ does not depend on the config.
 struct DatasetSpec {
-  std::string name;  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic | synthetic_tokens | text
+  std::string name;  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic | synthetic_tokens | text | synthetic_interactions
   std::string path;  // directory (IDX, CIFAR) or text file; empty = the dataset's default
   bool augment = false;
   int64_t train_size = 4096;
@@ -40,6 +42,8 @@ struct DatasetSpec {
   int64_t classes = 10;
   int64_t seq_len = 128;
   std::string vocab;
+  int64_t users = 10000;
+  int64_t items = 5000;
 };
 
 struct DatasetSplits {

@@ -3,6 +3,7 @@
 #include "datasets/dataset.h"
 #include "datasets/idx_dataset.h"
 #include "datasets/synthetic.h"
+#include "datasets/synthetic_interactions.h"
 #include "datasets/text_dataset.h"
 #include "framework/core/error.h"
 
@@ -35,9 +36,14 @@ DatasetSplits load_dataset(const DatasetSpec& spec) {
             std::make_shared<SyntheticTokens>(spec.test_size, spec.seq_len, spec.classes, kTestKey)};
   }
   if (name == "text") return load_text_mlm(spec.path, spec.vocab, spec.seq_len);
+  if (name == "synthetic_interactions") {
+    return {std::make_shared<SyntheticInteractions>(spec.train_size, spec.users, spec.items, kTrainKey),
+            std::make_shared<SyntheticInteractions>(spec.test_size, spec.users, spec.items, kTestKey)};
+  }
   throw Error(
       "dataset.name: unknown dataset '" + name +
-      "' (expected fashion_mnist | mnist | cifar10 | cifar100 | synthetic | synthetic_tokens | text)");
+      "' (expected fashion_mnist | mnist | cifar10 | cifar100 | synthetic | synthetic_tokens | text | "
+      "synthetic_interactions)");
 }
 
 }  // namespace dynamix

@@ -15,6 +15,7 @@ struct ModelSpec {
   std::vector<int64_t> input_shape;  // per sample: {C,H,W} images, {seq_len} tokens
   int64_t num_classes = 10;          // classes; for task "mlm" the vocab size
   std::string task = "classify";     // "classify" | "mlm"
+  std::vector<int64_t> input_cardinality;  // ids per input column (embedding models: users, items)
 };
 
 // A trainable network with one tensor in and logits out.

@@ -53,7 +53,7 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
     // The bare loop: same architecture, optimizer (train.optimizer) and data, nothing else.
     torch::manual_seed(config.train.seed);
     ModelSpec spec{trainer.train_set().sample_shape(), trainer.train_set().num_classes(),
-                   trainer.train_set().task()};
+                   trainer.train_set().task(), trainer.train_set().input_cardinality()};
     ModelPtr bare = make_model(config.model, spec);
     auto bare_opt = make_optimizer(config.train, bare->parameters());
     const int64_t b = trainer.plan()[0];

@@ -26,7 +26,8 @@ Fields dataset_fields(DatasetConfig& d, const YamlReader& r) {
   return {
       {"name",
        [&](const Node& v, const Path& p) {
-         d.name = r.choice(v, p, {"fashion_mnist", "mnist", "cifar10", "cifar100", "synthetic", "synthetic_tokens", "text"});
+         d.name = r.choice(v, p, {"fashion_mnist", "mnist", "cifar10", "cifar100", "synthetic", "synthetic_tokens", "text",
+                                   "synthetic_interactions"});
        }},
       {"path", [&](const Node& v, const Path& p) { d.path = r.string(v, p); }},
       {"augment", [&](const Node& v, const Path& p) { d.augment = r.boolean(v, p); }},
@@ -59,6 +60,16 @@ Fields dataset_fields(DatasetConfig& d, const YamlReader& r) {
          r.require(d.seq_len >= 1, v, p, "must be >= 1");
        }},
       {"vocab", [&](const Node& v, const Path& p) { d.vocab = r.string(v, p); }},
+      {"users",
+       [&](const Node& v, const Path& p) {
+         d.users = r.integer(v, p);
+         r.require(d.users >= 1, v, p, "must be >= 1");
+       }},
+      {"items",
+       [&](const Node& v, const Path& p) {
+         d.items = r.integer(v, p);
+         r.require(d.items >= 1, v, p, "must be >= 1");
+       }},
   };
 }
 

@@ -11,7 +11,7 @@
 namespace dynamix {
 
 struct DatasetConfig {
-  std::string name = "fashion_mnist";  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic | synthetic_tokens | text
+  std::string name = "fashion_mnist";  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic | synthetic_tokens | text | synthetic_interactions
   std::string path;                    // directory or file; default per dataset (fashion_mnist: /usr/share/datasets/fashion-mnist)
   bool augment = false;                // CIFAR-style random crop + flip on the training set
   // synthetic / text only:
@@ -21,6 +21,8 @@ struct DatasetConfig {
   int64_t classes = 10;                // synthetic classes
   int64_t seq_len = 128;               // synthetic tokens / text MLM sequence length
   std::string vocab;                   // text: vocabulary file (one token per line); empty = built from the text
+  int64_t users = 10000;               // synthetic_interactions: user ids
+  int64_t items = 5000;                // synthetic_interactions: item ids
 };
 
 struct TrainConfig {

@@ -23,7 +23,8 @@ class HeteroEmulator {
 
   // Extra seconds to add after `measured_s` of compute.
   double compute_delay(double measured_s) const;
-  // Extra seconds so that allreducing `bytes` took what a ring over a link of bandwidth_mbps takes.
+  // Extra seconds so that allreducing `bytes` (as sent: compressed when a codec is on) took what a
+  // ring over a link of bandwidth_mbps takes.
   double comm_delay(size_t bytes, double measured_s) const;
 
   static void sleep_seconds(double s);

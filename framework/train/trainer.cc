@@ -42,6 +42,8 @@ DatasetSpec dataset_spec(const DatasetConfig& d) {
   s.classes = d.classes;
   s.seq_len = d.seq_len;
   s.vocab = d.vocab;
+  s.users = d.users;
+  s.items = d.items;
   return s;
 }
 
@@ -105,6 +107,7 @@ void Trainer::setup() {
   spec.input_shape = data_.train->sample_shape();
   spec.num_classes = data_.train->num_classes();
   spec.task = data_.train->task();
+  spec.input_cardinality = data_.train->input_cardinality();
   model_ = make_model(config_.model, spec);
   if (options_.float64) model_->to(torch::kFloat64);
 
@@ -328,7 +331,7 @@ bool Trainer::step() {
   const double weight = static_cast<double>(n) / total;
   if (world_ > 1) {
     const ReduceResult red = buckets_->reduce(weight);
-    HeteroEmulator::sleep_seconds(hetero_->comm_delay(red.bytes, red.comm_s));
+    HeteroEmulator::sleep_seconds(hetero_->comm_delay(red.wire_bytes, red.comm_s));
     mine.allreduce_s = seconds_since(t0);
     // |g_i|^2 is of the unscaled local gradient; the packer saw it before scaling.
     mine.local_sq_norm = red.local_sq_norm;
