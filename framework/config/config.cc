@@ -246,6 +246,17 @@ Fields comm_fields(CommConfig& cc, const YamlReader& r) {
        [&](const Node& v, const Path& p) {
          cc.compression = r.choice(v, p, {"none", "fp16", "bf16", "hlc"});
        }},
+      {"hlc_ratio",
+       [&](const Node& v, const Path& p) {
+         cc.hlc_ratio = r.number(v, p);
+         r.require(cc.hlc_ratio >= 1.0 && cc.hlc_ratio <= 16.0, v, p, "must be in [1, 16] (sketch cells per entry)");
+       }},
+      {"hlc_auto", [&](const Node& v, const Path& p) { cc.hlc_auto = r.boolean(v, p); }},
+      {"hlc_max_bytes_fraction",
+       [&](const Node& v, const Path& p) {
+         cc.hlc_max_bytes_fraction = r.number(v, p);
+         r.require(cc.hlc_max_bytes_fraction > 0 && cc.hlc_max_bytes_fraction <= 1, v, p, "must be in (0, 1]");
+       }},
       {"watchdog", [&](const Node& v, const Path& p) { cc.watchdog = r.boolean(v, p); }},
       {"timeout_s",
        [&](const Node& v, const Path& p) {

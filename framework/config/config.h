@@ -76,6 +76,9 @@ struct MonitorConfig {
 struct CommConfig {
   double bucket_mb = 25.0;           // fused bucket size
   std::string compression = "none";  // none | fp16 | bf16 | hlc
+  double hlc_ratio = 1.5;            // hlc: count-sketch cells per union entry
+  bool hlc_auto = true;              // hlc: go dense per bucket when compression would not pay
+  double hlc_max_bytes_fraction = 0.5;  // hlc: compress only below this fraction of dense bytes
   bool watchdog = true;              // bound collectives and detect lost ranks (multi-rank runs)
   double timeout_s = 300;            // longest any one collective may take
   double heartbeat_timeout_s = 30;   // silence after which a rank counts as lost

@@ -114,7 +114,13 @@ void Trainer::setup() {
   const auto& t = config_.train;
   optimizer_ = make_optimizer(t, model_->parameters());
   std::unique_ptr<GradientCodec> codec;
-  if (config_.comm.compression != "none") codec = make_codec(config_.comm.compression);
+  if (config_.comm.compression != "none") {
+    CodecOptions o;
+    o.hlc_ratio = config_.comm.hlc_ratio;
+    o.hlc_auto = config_.comm.hlc_auto;
+    o.hlc_max_bytes_fraction = config_.comm.hlc_max_bytes_fraction;
+    codec = make_codec(config_.comm.compression, o);
+  }
   buckets_ = std::make_unique<GradBuckets>(model_->parameters(), config_.comm.bucket_mb, comm_, std::move(codec));
   sampler_ = std::make_unique<VariableBatchSampler>(data_.train->size(), t.seed);
   prefetcher_ = std::make_unique<BatchPrefetcher>(data_.train);

@@ -137,6 +137,8 @@ const ErrorCase kCases[] = {
      "comm: {compression: int8}",
      {},
      {"'comm.compression' must be one of none|fp16|bf16|hlc"}},
+    {"HlcRatio", "comm: {hlc_ratio: 0.5}", {}, {"'comm.hlc_ratio' must be in [1, 16]"}},
+    {"HlcFraction", "comm: {hlc_max_bytes_fraction: 0}", {}, {"'comm.hlc_max_bytes_fraction' must be in (0, 1]"}},
     {"CollectiveTimeout", "comm: {timeout_s: 0.5}", {}, {"'comm.timeout_s' must be >= 1"}},
     {"HeartbeatTimeout", "comm: {heartbeat_timeout_s: 1}", {}, {"'comm.heartbeat_timeout_s' must be >= 2"}},
     {"WatchdogNotBool", "comm: {watchdog: sometimes}", {}, {"'comm.watchdog'"}},

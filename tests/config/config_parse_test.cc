@@ -59,6 +59,9 @@ backend: mpi
 comm:
   bucket_mb: 4.5
   compression: hlc
+  hlc_ratio: 2.5
+  hlc_auto: false
+  hlc_max_bytes_fraction: 0.3
   watchdog: false
   timeout_s: 120
   heartbeat_timeout_s: 10
@@ -118,6 +121,9 @@ void expect_full(const Config& c) {
   EXPECT_EQ(c.backend, "mpi");
   EXPECT_DOUBLE_EQ(c.comm.bucket_mb, 4.5);
   EXPECT_EQ(c.comm.compression, "hlc");
+  EXPECT_DOUBLE_EQ(c.comm.hlc_ratio, 2.5);
+  EXPECT_FALSE(c.comm.hlc_auto);
+  EXPECT_DOUBLE_EQ(c.comm.hlc_max_bytes_fraction, 0.3);
   EXPECT_FALSE(c.comm.watchdog);
   EXPECT_DOUBLE_EQ(c.comm.timeout_s, 120.0);
   EXPECT_DOUBLE_EQ(c.comm.heartbeat_timeout_s, 10.0);
