@@ -92,7 +92,11 @@ def check_checkpoint_and_resume(cfg, out, name):
     if r.returncode != 0:
         fail(f"{name}: checkpoint left invalid:\n{r.stdout}{r.stderr}")
     at = json.loads(r.stdout)["step"]
+    stale = out / "checkpoint.pt.tmp.99999"  # as a rank killed while writing would leave it
+    stale.write_bytes(b"half a checkpoint")
     r = run(train_cmd(WORLD, cfg, [], ["--resume"]), timeout=600)
+    if stale.exists():
+        fail(f"{name}: the resumed run left a stale temporary checkpoint behind")
     if r.returncode != 0:
         fail(f"{name}: --resume failed:\n{r.stdout}{r.stderr}")
     summary = json.loads((out / "summary.json").read_text())
