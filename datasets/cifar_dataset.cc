@@ -20,14 +20,29 @@ constexpr int64_t kPad = 4;
 CifarFormat cifar10_format() { return {1, 10, {0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}}; }
 CifarFormat cifar100_format() { return {2, 100, {0.5071f, 0.4865f, 0.4409f}, {0.2673f, 0.2564f, 0.2762f}}; }
 
-CifarDataset::CifarDataset(const std::vector<std::string>& files, const CifarFormat& format, bool augment)
-    : format_(format), augment_(augment) {
-  const int64_t record = format.label_bytes + kPixels;
+namespace {
+std::vector<std::vector<uint8_t>> read_all(const std::vector<std::string>& files) {
   std::vector<std::vector<uint8_t>> contents;
+  for (const std::string& f : files) contents.push_back(read_maybe_gz(f));
+  return contents;
+}
+}  // namespace
+
+CifarDataset::CifarDataset(const std::vector<std::string>& files, const CifarFormat& format, bool augment)
+    : CifarDataset(files, read_all(files), format, augment) {}
+
+CifarDataset::CifarDataset(const std::vector<std::string>& files,
+                           const std::vector<std::vector<uint8_t>>& contents, const CifarFormat& format,
+                           bool augment)
+    : format_(format), augment_(augment) {
+  DYNAMIX_CHECK(files.size() == contents.size(), "CifarDataset: " + std::to_string(files.size()) +
+                                                     " names for " + std::to_string(contents.size()) +
+                                                     " files");
+  const int64_t record = format.label_bytes + kPixels;
   int64_t n = 0;
-  for (const std::string& f : files) {
-    contents.push_back(read_maybe_gz(f));
-    const int64_t bytes = static_cast<int64_t>(contents.back().size());
+  for (size_t fi = 0; fi < files.size(); ++fi) {
+    const std::string& f = files[fi];
+    const int64_t bytes = static_cast<int64_t>(contents[fi].size());
     if (bytes == 0 || bytes % record != 0) {
       throw Error(f + ": truncated or not a CIFAR file: " + std::to_string(bytes) +
                   " bytes is not a positive multiple of the " + std::to_string(record) +

@@ -20,6 +20,9 @@ class CifarDataset : public Dataset {
  public:
   // Concatenates the records of `files` (raw or .gz); validates record size and labels.
   CifarDataset(const std::vector<std::string>& files, const CifarFormat& format, bool augment);
+  // The same from file contents already in memory (decompressed); `files[i]` names `contents[i]` in errors.
+  CifarDataset(const std::vector<std::string>& files, const std::vector<std::vector<uint8_t>>& contents,
+               const CifarFormat& format, bool augment);
 
   int64_t size() const override { return images_.size(0); }
   std::vector<int64_t> sample_shape() const override { return {3, 32, 32}; }

@@ -37,13 +37,21 @@ std::vector<uint32_t> parse_header(const std::vector<uint8_t>& bytes, const std:
     throw Error(path + ": bad IDX magic " + hex(got) + ", expected " + hex(magic) + " (" + what + ")");
   }
   std::vector<uint32_t> dims(ndim);
-  uint64_t payload = 1;
+  uint64_t payload = 1, expected = 0;
+  bool overflow = false;
+  std::string shape;
   for (size_t d = 0; d < ndim; ++d) {
     dims[d] = read_be32(bytes, 4 + 4 * d);
     if (dims[d] == 0 && d > 0) throw Error(path + ": IDX dimension " + std::to_string(d) + " is 0");
-    payload *= dims[d];
+    // Three 32-bit sizes can overflow 64 bits (4 x 2^31 x 2^31 wrapped to 0 and matched a bare header).
+    overflow = overflow || __builtin_mul_overflow(payload, uint64_t{dims[d]}, &payload);
+    shape += (d ? " x " : "") + std::to_string(dims[d]);
   }
-  const uint64_t expected = header + payload;
+  overflow = overflow || __builtin_add_overflow(payload, uint64_t{header}, &expected);
+  if (overflow) {
+    throw Error(path + ": truncated file: header declares " + shape + " items, more than the " +
+                std::to_string(bytes.size()) + " bytes the file has");
+  }
   if (bytes.size() != expected) {
     throw Error(path + (bytes.size() < expected ? ": truncated file" : ": trailing bytes") +
                 ": header declares " + std::to_string(expected) + " bytes, file has " +
@@ -65,22 +73,29 @@ torch::Tensor index_tensor(const std::vector<int64_t>& indices, int64_t n) {
 
 IdxDataset::IdxDataset(const std::string& images_path, const std::string& labels_path, float mean, float std,
                        int64_t num_classes)
+    : IdxDataset(read_maybe_gz(images_path), images_path, read_maybe_gz(labels_path), labels_path, mean, std,
+                 num_classes) {}
+
+IdxDataset::IdxDataset(const std::vector<uint8_t>& image_bytes, const std::string& images_path,
+                       const std::vector<uint8_t>& label_bytes, const std::string& labels_path, float mean,
+                       float std, int64_t num_classes)
     : mean_(mean), std_(std), num_classes_(num_classes) {
-  std::vector<uint8_t> ib = read_maybe_gz(images_path);
-  std::vector<uint32_t> idims = parse_header(ib, images_path, kImageMagic, 3, "images");
-  std::vector<uint8_t> lb = read_maybe_gz(labels_path);
-  std::vector<uint32_t> ldims = parse_header(lb, labels_path, kLabelMagic, 1, "labels");
+  std::vector<uint32_t> idims = parse_header(image_bytes, images_path, kImageMagic, 3, "images");
+  std::vector<uint32_t> ldims = parse_header(label_bytes, labels_path, kLabelMagic, 1, "labels");
   if (idims[0] != ldims[0]) {
     throw Error(images_path + " holds " + std::to_string(idims[0]) + " images but " + labels_path +
                 " holds " + std::to_string(ldims[0]) + " labels");
   }
   const int64_t n = idims[0], h = idims[1], w = idims[2];
   images_ = torch::empty({n, h, w}, torch::kUInt8);
-  std::memcpy(images_.data_ptr<uint8_t>(), ib.data() + 16, static_cast<size_t>(n * h * w));
+  // An empty file has no storage: memcpy to its null data pointer would be undefined.
+  if (n > 0) {
+    std::memcpy(images_.data_ptr<uint8_t>(), image_bytes.data() + 16, static_cast<size_t>(n * h * w));
+  }
   labels_ = torch::empty({n}, torch::kInt64);
   int64_t* lp = labels_.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
-    const uint8_t v = lb[8 + i];
+    const uint8_t v = label_bytes[8 + i];
     if (v >= num_classes) {
       throw Error(labels_path + ": label " + std::to_string(v) + " at item " + std::to_string(i) +
                   " is not below " + std::to_string(num_classes));

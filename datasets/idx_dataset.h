@@ -12,6 +12,10 @@ class IdxDataset : public Dataset {
   // Reads an IDX image file (magic 0x00000803) and label file (0x00000801); validates both.
   IdxDataset(const std::string& images_path, const std::string& labels_path, float mean, float std,
              int64_t num_classes = 10);
+  // The same from file contents already in memory (decompressed); the paths only label errors.
+  IdxDataset(const std::vector<uint8_t>& image_bytes, const std::string& images_path,
+             const std::vector<uint8_t>& label_bytes, const std::string& labels_path, float mean, float std,
+             int64_t num_classes = 10);
 
   int64_t size() const override { return images_.size(0); }
   std::vector<int64_t> sample_shape() const override { return {1, images_.size(1), images_.size(2)}; }

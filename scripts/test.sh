@@ -6,3 +6,5 @@ cd "$(dirname "$0")/.."
 ./scripts/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ctest --test-dir build --output-on-failure --timeout 1500 "$@"
+# libFuzzer (clang): replay tests/fuzz/corpus and fuzz each reader ~25 s (scripts/fuzz.sh for longer).
+./scripts/fuzz.sh --ci

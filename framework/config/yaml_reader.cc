@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <set>
@@ -50,6 +51,53 @@ std::string join_names(const std::vector<std::string>& names, const char* sep) {
   return out;
 }
 
+// Offset of the first byte that is not part of well-formed UTF-8 (RFC 3629), or npos.
+size_t invalid_utf8_at(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    // Sequence length, and the second byte's range that excludes overlong forms, UTF-16
+    // surrogates and code points above U+10FFFF.
+    size_t len = 1;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0x80) {
+      if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+      } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+      } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+      } else {
+        return i;
+      }
+    }
+    if (i + len > s.size()) return i;
+    for (size_t k = 1; k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return i;
+    }
+    i += len;
+  }
+  return std::string::npos;
+}
+
+// yaml-cpp reads any bytes, but its emitter replaces invalid UTF-8, so the saved config.yaml
+// would name other paths than the run used. YAML text is UTF-8 (found by fuzz_config).
+void check_utf8(const std::string& text, const std::string& origin) {
+  const size_t bad = invalid_utf8_at(text);
+  if (bad == std::string::npos) return;
+  const size_t line = std::count(text.begin(), text.begin() + bad, '\n') + 1;
+  const size_t newline = text.rfind('\n', bad);
+  const size_t column = bad - (newline == std::string::npos ? 0 : newline + 1) + 1;
+  char byte[8];
+  std::snprintf(byte, sizeof(byte), "0x%02x", static_cast<unsigned char>(text[bad]));
+  throw Error(origin + ":" + std::to_string(line) + ":" + std::to_string(column) +
+              ": not valid UTF-8 (byte " + byte + "); YAML text must be UTF-8");
+}
+
 }  // namespace
 
 std::string join_key(const std::string& parent, const std::string& key) {
@@ -77,6 +125,7 @@ void ConfigOrigin::fail_keys(const std::vector<std::string>& paths, const std::s
 }
 
 YAML::Node load_yaml_text(const std::string& text, const std::string& origin) {
+  check_utf8(text, origin);
   try {
     return YAML::Load(text);
   } catch (const YAML::ParserException& e) {
@@ -89,6 +138,7 @@ YAML::Node load_yaml_text(const std::string& text, const std::string& origin) {
 }
 
 void apply_override(YAML::Node& root, const std::string& override_text, ConfigOrigin& origin) {
+  check_utf8(override_text, origin.file() + ": override");
   const auto eq = override_text.find('=');
   const std::string key = eq == std::string::npos ? "" : trim(override_text.substr(0, eq));
   std::vector<std::string> parts;

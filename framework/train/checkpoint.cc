@@ -3,6 +3,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -43,30 +44,63 @@ nlohmann::json progress_json(const TrainProgress& p) {
           {"policy", p.policy}};
 }
 
+// An integer field that fits T. nlohmann converts a JSON float to an integer with a bare cast,
+// undefined outside T's range (found by fuzz_checkpoint), so floats are refused.
+template <typename T>
+T integer_of(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_number_integer()) throw Error("'" + key + "' is not an integer: " + v.dump());
+  const bool fits = v.is_number_unsigned()
+                        ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                        : v.get<int64_t>() >= std::numeric_limits<T>::min() &&
+                              v.get<int64_t>() <= std::numeric_limits<T>::max();
+  if (!fits) throw Error("'" + key + "' is out of range: " + v.dump());
+  return static_cast<T>(v.get<int64_t>());
+}
+
+std::vector<int32_t> int32_list_of(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_array()) throw Error("'" + key + "' is not a list: " + v.dump());
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    out.push_back(integer_of<int32_t>(v[i], key + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
 TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::string& origin) {
   TrainProgress p;
   try {
     c10::IValue meta;
     ar.read("meta", meta);
     const auto j = nlohmann::json::parse(meta.toStringRef());
-    p.step = j.at("step");
-    p.epoch = j.at("epoch");
-    p.cursor = j.at("cursor");
-    p.plan = j.at("plan").get<std::vector<int32_t>>();
-    p.world_size = j.at("world_size");
+    p.step = integer_of<int64_t>(j.at("step"), "step");
+    p.epoch = integer_of<int64_t>(j.at("epoch"), "epoch");
+    p.cursor = integer_of<int64_t>(j.at("cursor"), "cursor");
+    p.plan = int32_list_of(j.at("plan"), "plan");
+    p.world_size = integer_of<int64_t>(j.at("world_size"), "world_size");
     p.elapsed_s = j.at("elapsed_s");
     p.samples_seen = j.at("samples_seen");
     p.wait_fraction_sum = j.at("wait_fraction_sum");
     p.last_test_accuracy = j.at("last_test_accuracy");
     p.best_test_accuracy = j.at("best_test_accuracy");
     p.time_to_target_s = j.at("time_to_target_s");
-    p.windows = j.at("windows");
+    p.windows = integer_of<int64_t>(j.at("windows"), "windows");
     p.last_window_loss = j.at("last_window_loss");
-    p.oom_events = j.at("oom_events");
-    p.batch_max = j.at("batch_max").get<std::vector<int32_t>>();
+    p.oom_events = integer_of<int64_t>(j.at("oom_events"), "oom_events");
+    p.batch_max = int32_list_of(j.at("batch_max"), "batch_max");
     p.model = j.at("model");
     p.optimizer = j.at("optimizer");
     p.policy = j.at("policy");
+    // The trainer indexes plan and RNG states by rank: accept only what a run writes (fuzz_checkpoint).
+    if (p.world_size < 1 || p.plan.size() != static_cast<size_t>(p.world_size)) {
+      throw Error("'plan' has " + std::to_string(p.plan.size()) + " entries for world_size " +
+                  std::to_string(p.world_size));
+    }
+    for (int32_t b : p.plan) {
+      if (b < 1) throw Error("'plan' holds batch size " + std::to_string(b));
+    }
+    if (p.step < 0 || p.epoch < 0 || p.cursor < 0 || p.windows < 0 || p.oom_events < 0) {
+      throw Error("negative step, epoch, cursor, windows or oom_events: " + j.dump());
+    }
     torch::Tensor t;
     ar.read("policy_state", t);
     p.policy_state = tensor_bytes(t);
@@ -78,6 +112,36 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     throw Error("checkpoint " + origin + ": progress record unreadable: " + e.what());
   }
   return p;
+}
+
+std::string layout(const torch::Tensor& t) {
+  std::ostringstream os;
+  os << t.sizes() << " " << t.dtype();
+  return os.str();
+}
+
+// LibTorch's Module::load swaps in each stored tensor whatever its shape (Tensor::set_) and
+// reinterprets the bytes of another dtype, so a checkpoint of another model loaded silently
+// (fuzz_checkpoint found the shapes, its regression test the dtypes). Checks every parameter
+// and buffer first, walking the archive as Module::load does; load() reports missing entries.
+void check_layout(const torch::nn::Module& module, torch::serialize::InputArchive& ar,
+                  const std::string& prefix) {
+  auto check = [&](const std::string& key, const torch::Tensor& want, bool is_buffer) {
+    torch::Tensor stored;
+    if (!ar.try_read(key, stored, is_buffer) || !stored.defined()) return;
+    if (stored.sizes() != want.sizes() || stored.dtype() != want.dtype()) {
+      throw Error("'" + prefix + key + "' is " + layout(stored) + " in the checkpoint, " + layout(want) +
+                  " in the model");
+    }
+  };
+  for (const auto& p : module.named_parameters(/*recurse=*/false)) check(p.key(), p.value(), false);
+  for (const auto& b : module.named_buffers(/*recurse=*/false)) check(b.key(), b.value(), true);
+  for (const auto& child : module.named_children()) {
+    torch::serialize::InputArchive child_ar;
+    if (child.value()->is_serializable() && ar.try_read(child.key(), child_ar)) {
+      check_layout(*child.value(), child_ar, prefix + child.key() + ".");
+    }
+  }
 }
 
 torch::serialize::InputArchive open_archive(const std::string& payload, const std::string& origin) {
@@ -135,6 +199,7 @@ TrainProgress decode_checkpoint(const std::string& payload, torch::nn::Module& m
   try {
     torch::serialize::InputArchive model_ar;
     ar.read("model", model_ar);
+    check_layout(model, model_ar, "");
     model.load(model_ar);
   } catch (const std::exception& e) {
     throw Error("checkpoint " + origin + ": model '" + p.model +

@@ -106,6 +106,22 @@ TEST(Cifar, MissingFileAndBadLabel) {
   EXPECT_NE(msg.find("label 10 in record 1"), std::string::npos) << msg;
 }
 
+TEST(Cifar, InMemoryContentsAreNamedInErrors) {
+  // The in-memory constructor (used by the file reader and tests/fuzz/fuzz_cifar.cc).
+  CifarDataset ds({"a.bin", "b.bin"}, {cifar_records(0, 2, false), cifar_records(2, 1, false)},
+                  cifar10_format(), false);
+  ASSERT_EQ(ds.size(), 3);
+  EXPECT_EQ(ds.labels()[2].item<int64_t>(), 2);
+  std::vector<uint8_t> cut = cifar_records(0, 1, false);
+  cut.pop_back();
+  std::string msg = error_of([&] {
+    CifarDataset({"a.bin", "c.bin"}, {cifar_records(0, 1, false), cut}, cifar10_format(), false);
+  });
+  EXPECT_NE(msg.find("c.bin: truncated or not a CIFAR file: 3072 bytes"), std::string::npos) << msg;
+  msg = error_of([&] { CifarDataset({"a.bin"}, {}, cifar10_format(), false); });
+  EXPECT_NE(msg.find("1 names for 0 files"), std::string::npos) << msg;
+}
+
 // Every augmented image must equal some crop (dy, dx in [0, 8]) of the zero-padded original,
 // flipped or not; returns how many of the 162 candidates match.
 int matching_transforms(const torch::Tensor& aug, const torch::Tensor& plain,

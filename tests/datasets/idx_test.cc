@@ -160,6 +160,35 @@ TEST(Idx, IndexOutOfRange) {
   EXPECT_NE(msg.find("index 5 out of range [0, 5)"), std::string::npos) << msg;
 }
 
+// Found by fuzzing (tests/fuzz/fuzz_idx.cc), with the in-memory constructor the fuzzer uses.
+TEST(Idx, EmptyFilesGiveAnEmptyDataset) {
+  // Zero images: no storage to copy into (memcpy to a null pointer was undefined behaviour).
+  IdxDataset ds(idx_images(0, 28, 28), "img", idx_labels(0), "lbl", 0.f, 1.f);
+  EXPECT_EQ(ds.size(), 0);
+  EXPECT_EQ(ds.sample_shape(), (std::vector<int64_t>{1, 28, 28}));
+}
+
+TEST(Idx, HeaderSizeThatOverflowsIsTruncation) {
+  // 4 x 2^31 x 2^31 wraps to 0 in 64 bits: the bare header used to pass the size check and
+  // torch then threw its own error without the file name.
+  std::vector<uint8_t> img;
+  for (uint32_t v : {0x803u, 4u, 1u << 31, 1u << 31}) put_be32(img, v);
+  std::string msg = error_of([&] { IdxDataset(img, "img", idx_labels(4), "lbl", 0.f, 1.f); });
+  EXPECT_EQ(msg,
+            "img: truncated file: header declares 4 x 2147483648 x 2147483648 items, more than the 16 "
+            "bytes the file has");
+}
+
+TEST(Idx, InMemoryMatchesFile) {
+  TempDir d;
+  write_bytes(d.file("img"), idx_images(3, 5, 7), /*gz=*/true);
+  write_bytes(d.file("lbl"), idx_labels(3));
+  IdxDataset from_file(d.file("img"), d.file("lbl"), 0.f, 1.f);
+  IdxDataset in_memory(idx_images(3, 5, 7), "img", idx_labels(3), "lbl", 0.f, 1.f);
+  EXPECT_TRUE(torch::equal(from_file.images(), in_memory.images()));
+  EXPECT_TRUE(torch::equal(from_file.labels(), in_memory.labels()));
+}
+
 TEST(Idx, RealFashionMnist) {
   const std::string dir = "/usr/share/datasets/fashion-mnist";
   if (find_plain_or_gz(dir + "/train-images-idx3-ubyte").empty()) {

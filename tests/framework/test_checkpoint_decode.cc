@@ -1,0 +1,160 @@
+// DYNAMIX — checkpoint payloads: round trip, and the bad records found by fuzzing
+// (tests/fuzz/fuzz_checkpoint.cc) rejected with a message instead of loading or misbehaving.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "framework/core/error.h"
+#include "framework/train/checkpoint.h"
+
+namespace dynamix {
+namespace {
+
+TrainProgress two_rank_progress() {
+  TrainProgress p;
+  p.step = 12;
+  p.epoch = 1;
+  p.cursor = 40;
+  p.world_size = 2;
+  p.plan = {8, 16};
+  p.batch_max = {64, 32};
+  p.elapsed_s = 3.5;
+  p.model = "linear";
+  p.optimizer = "sgd";
+  p.policy = "static";
+  p.policy_state = std::string("\0state", 6);
+  p.rng_states = {generator_state(), generator_state()};
+  return p;
+}
+
+std::string payload_of(torch::nn::Linear& model, const TrainProgress& p) {
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  return encode_checkpoint(*model, opt, p);
+}
+
+// The archive encode_checkpoint writes, with `meta` as the progress record.
+std::string payload_with_meta(const std::string& meta) {
+  torch::nn::Linear model(3, 2);
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+  torch::serialize::OutputArchive ar, model_ar, opt_ar;
+  ar.write("meta", c10::IValue(meta));
+  ar.write("policy_state", torch::zeros({1}, torch::kUInt8));
+  std::string rng = generator_state();
+  ar.write("rng/0", torch::from_blob(rng.data(), {static_cast<int64_t>(rng.size())}, torch::kUInt8).clone());
+  model->save(model_ar);
+  opt.save(opt_ar);
+  ar.write("model", model_ar);
+  ar.write("optimizer", opt_ar);
+  std::ostringstream out;
+  ar.save_to(out);
+  return out.str();
+}
+
+std::string decode_error(const std::string& payload, torch::nn::Linear& model) {
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  try {
+    decode_checkpoint(payload, *model, opt, "ckpt.pt");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(CheckpointDecode, RoundTrip) {
+  torch::nn::Linear saved(3, 2), loaded(3, 2);
+  const TrainProgress p = two_rank_progress();
+  const std::string payload = payload_of(saved, p);
+  torch::optim::SGD opt(loaded->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  const TrainProgress q = decode_checkpoint(payload, *loaded, opt, "ckpt.pt");
+  EXPECT_TRUE(torch::equal(saved->weight, loaded->weight));
+  EXPECT_EQ(q.step, 12);
+  EXPECT_EQ(q.plan, p.plan);
+  EXPECT_EQ(q.batch_max, p.batch_max);
+  EXPECT_EQ(q.policy_state, p.policy_state);
+  EXPECT_EQ(q.rng_states, p.rng_states);
+  EXPECT_EQ(peek_checkpoint(payload, "ckpt.pt").cursor, 40);
+}
+
+TEST(CheckpointDecode, OtherModelShapeIsRejected) {
+  // LibTorch's reader replaced the parameter with the stored 3x3 tensor and reported nothing.
+  torch::nn::Linear other(3, 3), model(3, 2);
+  const std::string msg = decode_error(payload_of(other, two_rank_progress()), model);
+  EXPECT_NE(msg.find("ckpt.pt: model 'linear' does not match the configured model"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("('weight' is [3, 3] float in the checkpoint, [2, 3] float in the model)"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(model->weight.sizes(), (std::vector<int64_t>{2, 3}));  // checked before anything is loaded
+}
+
+TEST(CheckpointDecode, OtherModelTypeIsRejected) {
+  // float64 weights loaded into a float32 model kept dtype float with the double's bytes read as floats.
+  torch::nn::Linear other(3, 2), model(3, 2);
+  other->to(torch::kFloat64);
+  const std::string msg = decode_error(payload_of(other, two_rank_progress()), model);
+  EXPECT_NE(msg.find("'weight' is [2, 3] double in the checkpoint, [2, 3] float in the model"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(CheckpointDecode, NestedModulesAreCheckedByPath) {
+  torch::nn::Sequential other(torch::nn::Linear(3, 2), torch::nn::BatchNorm1d(3));
+  torch::nn::Sequential model(torch::nn::Linear(3, 2), torch::nn::BatchNorm1d(2));
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  torch::optim::SGD other_opt(other->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  try {
+    decode_checkpoint(encode_checkpoint(*other, other_opt, two_rank_progress()), *model, opt, "ckpt.pt");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'1.weight' is [3] float in the checkpoint, [2] float in the model"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CheckpointDecode, IntegerFieldsMustBeIntegers) {
+  // A float where an integer belongs was cast without a range check (undefined for 1e300).
+  const std::string base =
+      R"("epoch": 0, "cursor": 0, "world_size": 1, "elapsed_s": 0, "samples_seen": 0,
+         "wait_fraction_sum": 0, "last_test_accuracy": -1, "best_test_accuracy": -1,
+         "time_to_target_s": -1, "windows": 0, "last_window_loss": 0, "oom_events": 0,
+         "model": "linear", "optimizer": "sgd", "policy": "static")";
+  torch::nn::Linear model(3, 2);
+  auto error_for = [&](const std::string& step, const std::string& batch_max,
+                       const std::string& plan = "[4]") {
+    return decode_error(payload_with_meta("{\"step\": " + step + ", \"batch_max\": " + batch_max +
+                                          ", \"plan\": " + plan + ", " + base + "}"),
+                        model);
+  };
+  EXPECT_EQ(error_for("5", "[]"), "<no error>");
+  EXPECT_NE(
+      error_for("1e300", "[]").find("ckpt.pt: progress record unreadable: 'step' is not an integer: 1e+300"),
+      std::string::npos);
+  EXPECT_NE(error_for("5", "[1.5]").find("'batch_max[0]' is not an integer"), std::string::npos);
+  EXPECT_NE(error_for("5", "[4294967296]").find("'batch_max[0]' is out of range: 4294967296"),
+            std::string::npos);
+  EXPECT_NE(error_for("18446744073709551615", "[]").find("'step' is out of range"), std::string::npos);
+}
+
+TEST(CheckpointDecode, ProgressMustFitTheWorld) {
+  // The trainer takes plan[rank] and rng_states[rank] for every rank of world_size.
+  torch::nn::Linear model(3, 2);
+  auto error_for = [&](const std::string& world, const std::string& plan, const std::string& cursor) {
+    return decode_error(
+        payload_with_meta(R"({"step": 5, "epoch": 0, "cursor": )" + cursor + R"(, "plan": )" + plan +
+                          R"(, "world_size": )" + world + R"(, "elapsed_s": 0, "samples_seen": 0,
+         "wait_fraction_sum": 0, "last_test_accuracy": -1, "best_test_accuracy": -1, "time_to_target_s": -1,
+         "windows": 0, "last_window_loss": 0, "oom_events": 0, "batch_max": [], "model": "linear",
+         "optimizer": "sgd", "policy": "static"})"),
+        model);
+  };
+  EXPECT_EQ(error_for("1", "[4]", "0"), "<no error>");
+  EXPECT_NE(error_for("0", "[4]", "0").find("'plan' has 1 entries for world_size 0"), std::string::npos);
+  EXPECT_NE(error_for("1", "[4, 4]", "0").find("'plan' has 2 entries for world_size 1"), std::string::npos);
+  EXPECT_NE(error_for("1", "[0]", "0").find("'plan' holds batch size 0"), std::string::npos);
+  EXPECT_NE(error_for("1", "[4]", "-81").find("negative step, epoch, cursor"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dynamix
