@@ -6,5 +6,7 @@ cd "$(dirname "$0")/.."
 ./scripts/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ctest --test-dir build --output-on-failure --timeout 1500 "$@"
+# ASan+UBSan build of the unit and multi-rank tests in build-asan/ (~12 min cold on 2 cores).
+./scripts/test-sanitizers.sh
 # libFuzzer (clang): replay tests/fuzz/corpus and fuzz each reader ~25 s (scripts/fuzz.sh for longer).
 ./scripts/fuzz.sh --ci

@@ -3,8 +3,13 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "tests/mpi_leak_check.h"
+
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  {
+    dynamix::test::IgnoreLeaksOfMpiInit ignore;
+    MPI_Init(&argc, &argv);
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
@@ -15,6 +20,7 @@ int main(int argc, char** argv) {
   int worst = rc;
   MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rc != 0 && rank != 0) std::fprintf(stderr, "rank %d: tests failed\n", rank);
+  dynamix::test::check_leaks_before_mpi_finalize();
   MPI_Finalize();
   return worst;
 }

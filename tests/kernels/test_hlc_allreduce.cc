@@ -4,12 +4,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "framework/comm/compression/codec.h"
 #include "framework/comm/mpi_communicator.h"
 #include "framework/core/error.h"
 #include "framework/core/mpi_runtime.h"
+#include "tests/mpi_leak_check.h"
 
 namespace dynamix {
 namespace {
@@ -214,13 +216,18 @@ TEST(CodecFactory, UnknownNameNamesTheKey) {
 }  // namespace dynamix
 
 int main(int argc, char** argv) {
-  dynamix::MpiRuntime mpi(&argc, &argv);
+  std::optional<dynamix::MpiRuntime> mpi;
+  {
+    dynamix::test::IgnoreLeaksOfMpiInit ignore;
+    mpi.emplace(&argc, &argv);
+  }
   ::testing::InitGoogleTest(&argc, argv);
-  if (mpi.rank() != 0) {
+  if (mpi->rank() != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
   }
   int failed = RUN_ALL_TESTS();
   MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  dynamix::test::check_leaks_before_mpi_finalize();
   return failed;
 }
