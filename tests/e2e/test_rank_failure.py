@@ -19,7 +19,7 @@ train: {max_steps: 60, epochs: 100, optimizer: sgd, lr: 0.05, seed: 5, eval_ever
 policy: {window: 5}
 hetero: {slowdown: [6.0]}
 monitor: {enabled: false}
-comm: {heartbeat_timeout_s: 4}
+comm: {heartbeat_timeout_s: 6}
 output: {dir: OUT, checkpoint_every: 5}
 """
 WORLD = 3
@@ -122,7 +122,7 @@ def main():
         print(f"ok: killed: rank 2 killed, job ended in {took:.1f} s naming it")
         check_checkpoint_and_resume(cfg, out, "killed")
 
-        # 2. A hung rank (SIGSTOP: alive, silent): found by the heartbeat timeout (4 s here). The
+        # 2. A hung rank (SIGSTOP: alive, silent): found by the heartbeat timeout (6 s here). The
         # others exit with status 75, upon which mpirun (like srun --kill-on-bad-exit) ends the
         # hung one too.
         proc, cfg, out, pids = start(d, "stopped")

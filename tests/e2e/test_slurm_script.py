@@ -17,7 +17,7 @@ train: {max_steps: 40, epochs: 100, optimizer: sgd, lr: 0.05, seed: 8, eval_ever
 policy: {window: 5}
 hetero: {slowdown: [5.0]}
 monitor: {enabled: false}
-comm: {heartbeat_timeout_s: 4}
+comm: {heartbeat_timeout_s: 6}
 output: {checkpoint_every: 5}
 """
 
