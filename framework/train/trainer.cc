@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "framework/core/error.h"
-#include "agent/plan_projection.h"
 #include "framework/train/checkpoint_file.h"
 #include "framework/train/memory_cap.h"
 #include "framework/train/policy_factory.h"
@@ -22,12 +21,6 @@ namespace dynamix {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string join_plan(const std::vector<int32_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s;
-}
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -405,53 +398,6 @@ bool Trainer::step() {
   }
   stop_agreed_ = ex.stop;
   return true;
-}
-
-std::vector<int32_t> Trainer::agree_on_memory(bool out_of_memory, int32_t batch) {
-  int64_t any = out_of_memory ? 1 : 0;
-  if (world_ > 1) comm_.allreduce_max(&any, 1, DType::kInt64);
-  if (any == 0) return {};
-  const int32_t mine = out_of_memory ? batch : 0;
-  std::vector<int32_t> all(static_cast<size_t>(world_), mine);
-  if (world_ > 1) comm_.allgather(&mine, sizeof(int32_t), all.data());
-  return all;
-}
-
-void Trainer::recover_from_oom(const std::vector<int32_t>& ooms, const std::string& what, int64_t epoch,
-                               int64_t cursor) {
-  // Nothing of this step is applied: every rank drops its gradient and the step is redone with
-  // the repaired plan from the same sampler position, so no sample is skipped or repeated.
-  optimizer_->zero_grad();
-  if (!what.empty()) std::fprintf(stderr, "dynamix: rank %d: %s\n", rank_, what.c_str());
-  std::string who;
-  for (int r = 0; r < world_; ++r) {
-    const int32_t b = ooms[static_cast<size_t>(r)];
-    if (b == 0) continue;
-    int32_t& cap = bounds_.max[static_cast<size_t>(r)];
-    if (b <= std::max(1, bounds_.min)) {
-      throw Error("rank " + std::to_string(r) + " ran out of memory at batch " + std::to_string(b) +
-                  ", the smallest allowed (batch.min): the model does not fit in that rank's memory");
-    }
-    // A quarter below the failing size: a few retries find the limit without giving up much.
-    cap = std::min(cap, std::max(std::max(1, bounds_.min), b - std::max(1, b / 4)));
-    if (r == rank_) ++window_oom_events_;
-    ++progress_.oom_events;
-    who += (who.empty() ? "" : ", ") + std::to_string(r) + " at batch " + std::to_string(b) + " (limit now " +
-           std::to_string(cap) + ")";
-    if (rank_ == 0) {
-      pending_oom_.push_back({{"step", progress_.step}, {"rank", r}, {"batch", b}, {"batch_max", cap}});
-    }
-  }
-  std::vector<double> desired(plan_.begin(), plan_.end());
-  BatchBounds repair = bounds_;
-  repair.max_change = 0;
-  const BatchPlan fixed = project_plan(std::move(desired), plan_, repair);
-  progress_.epoch = epoch;
-  progress_.cursor = cursor;
-  set_plan(fixed.batch_sizes);
-  sampler_->set_position(epoch, cursor);
-  log("step " + std::to_string(progress_.step + 1) + ": out of memory on rank " + who + "; step redone with plan [" +
-      join_plan(plan_) + "]" + (fixed.note.empty() ? "" : " (" + fixed.note + ")"));
 }
 
 }  // namespace dynamix

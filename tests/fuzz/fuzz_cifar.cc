@@ -12,16 +12,6 @@
 #include "framework/core/error.h"
 #include "tests/fuzz/fuzz_util.h"
 
-namespace {
-
-std::vector<uint8_t> maybe_gunzip(std::vector<uint8_t> bytes) {
-  if (!dynamix::fuzz::is_gzip(bytes)) return bytes;
-  dynamix::fuzz::MemFile f(bytes.data(), bytes.size());
-  return dynamix::read_maybe_gz(f.path());
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   dynamix::fuzz::ByteReader in(data, size);
   const uint8_t flags = in.byte();
@@ -31,10 +21,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<std::string> names{"data_batch_1.bin"};
     std::vector<std::vector<uint8_t>> contents;
     if (two_files) {
-      contents.push_back(maybe_gunzip(in.take(first_len)));
+      contents.push_back(dynamix::fuzz::maybe_gunzip(in.take(first_len)));
       names.push_back("data_batch_2.bin");
     }
-    contents.push_back(maybe_gunzip(in.rest()));
+    contents.push_back(dynamix::fuzz::maybe_gunzip(in.rest()));
     const dynamix::CifarFormat format = cifar100 ? dynamix::cifar100_format() : dynamix::cifar10_format();
     const dynamix::CifarDataset ds(names, contents, format, augment);
     const int64_t n = ds.size();

@@ -11,22 +11,12 @@
 #include "framework/core/error.h"
 #include "tests/fuzz/fuzz_util.h"
 
-namespace {
-
-std::vector<uint8_t> maybe_gunzip(std::vector<uint8_t> bytes) {
-  if (!dynamix::fuzz::is_gzip(bytes)) return bytes;
-  dynamix::fuzz::MemFile f(bytes.data(), bytes.size());
-  return dynamix::read_maybe_gz(f.path());
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   dynamix::fuzz::ByteReader in(data, size);
   const size_t label_len = in.le16();
   try {
-    const std::vector<uint8_t> labels = maybe_gunzip(in.take(label_len));
-    const std::vector<uint8_t> images = maybe_gunzip(in.rest());
+    const std::vector<uint8_t> labels = dynamix::fuzz::maybe_gunzip(in.take(label_len));
+    const std::vector<uint8_t> images = dynamix::fuzz::maybe_gunzip(in.rest());
     const dynamix::IdxDataset ds(images, "images", labels, "labels", 0.2860f, 0.3530f);
     const int64_t n = ds.size();
     if (ds.labels().size(0) != n) dynamix::fuzz::fail("images and labels differ in count");

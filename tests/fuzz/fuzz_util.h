@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "datasets/file_reader.h"
+
 namespace dynamix::fuzz {
 
 // Reads fuzz input front to back; running out of bytes yields zeros / empty pieces, never fails.
@@ -62,6 +64,13 @@ class MemFile {
 };
 
 // A broken invariant: print it and abort, which libFuzzer reports as a crash with the input saved.
+// `bytes` decompressed by read_maybe_gz (through a memfd) when they start with the gzip magic.
+inline std::vector<uint8_t> maybe_gunzip(std::vector<uint8_t> bytes) {
+  if (!is_gzip(bytes)) return bytes;
+  MemFile f(bytes.data(), bytes.size());
+  return read_maybe_gz(f.path());
+}
+
 [[noreturn]] inline void fail(const std::string& what) {
   std::fprintf(stderr, "DYNAMIX fuzz invariant failed: %s\n", what.c_str());
   std::abort();
