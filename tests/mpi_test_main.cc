@@ -8,7 +8,8 @@
 int main(int argc, char** argv) {
   {
     dynamix::test::IgnoreLeaksOfMpiInit ignore;
-    MPI_Init(&argc, &argv);
+    int provided = 0;  // as the trainer asks: the gradient comm thread calls MPI during backward
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   ::testing::InitGoogleTest(&argc, argv);

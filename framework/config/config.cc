@@ -257,6 +257,7 @@ Fields comm_fields(CommConfig& cc, const YamlReader& r) {
          cc.hlc_max_bytes_fraction = r.number(v, p);
          r.require(cc.hlc_max_bytes_fraction > 0 && cc.hlc_max_bytes_fraction <= 1, v, p, "must be in (0, 1]");
        }},
+      {"overlap", [&](const Node& v, const Path& p) { cc.overlap = r.boolean(v, p); }},
       {"watchdog", [&](const Node& v, const Path& p) { cc.watchdog = r.boolean(v, p); }},
       {"timeout_s",
        [&](const Node& v, const Path& p) {

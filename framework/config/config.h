@@ -75,6 +75,7 @@ struct MonitorConfig {
 
 struct CommConfig {
   double bucket_mb = 25.0;           // fused bucket size
+  bool overlap = true;               // reduce buckets during backward (autograd hooks + comm thread)
   std::string compression = "none";  // none | fp16 | bf16 | hlc
   double hlc_ratio = 1.5;            // hlc: count-sketch cells per union entry
   bool hlc_auto = true;              // hlc: go dense per bucket when compression would not pay

@@ -5,9 +5,14 @@
 
 namespace dynamix {
 
+// True when MPI is up with a thread level that lets a second thread make the calls
+// (MPI_THREAD_SERIALIZED or more).
+bool mpi_allows_comm_thread();
+
 class MpiRuntime {
  public:
-  // Initializes MPI (thread level FUNNELED: only the main thread calls MPI) unless already up,
+  // Initializes MPI (thread level SERIALIZED: the gradient comm thread calls MPI while the main
+  // thread runs backward, never both at once) unless already up,
   // and switches MPI_COMM_WORLD to MPI_ERRORS_RETURN so DYNAMIX_MPI_CHECK reports failures.
   MpiRuntime(int* argc, char*** argv);
   ~MpiRuntime();  // finalizes if this object initialized MPI

@@ -2,12 +2,16 @@
 #include "framework/train/grad_buckets.h"
 
 #include <chrono>
+#include <limits>
 #include <type_traits>
 
 #include "framework/core/error.h"
 
 namespace dynamix {
 namespace {
+
+constexpr size_t kNoBucket = std::numeric_limits<size_t>::max();
+constexpr size_t kFirstBucketBytes = 1 << 20;  // overlap: the first allreduce starts after 1 MB
 
 DType comm_dtype(torch::ScalarType t) {
   if (t == torch::kFloat32) return DType::kFloat32;
@@ -16,39 +20,74 @@ DType comm_dtype(torch::ScalarType t) {
               c10::toString(t));
 }
 
+// The gradient's elements in the parameter's memory order (what unpack writes back into .grad,
+// which AccumulateGrad lays out like the parameter).
+torch::Tensor in_param_layout(const torch::Tensor& grad, const torch::Tensor& param) {
+  DYNAMIX_CHECK(grad.scalar_type() == param.scalar_type() && grad.sizes() == param.sizes(),
+                "gradient buckets: a gradient differs from its parameter in dtype or shape");
+  if (grad.strides() == param.strides() && grad.is_non_overlapping_and_dense()) return grad;
+  return torch::empty_like(param).copy_(grad);
+}
+
 }  // namespace
 
 GradBuckets::GradBuckets(const std::vector<torch::Tensor>& params, double bucket_mb, Communicator& comm,
                          std::unique_ptr<GradientCodec> codec)
-    : comm_(comm), codec_(std::move(codec)) {
-  const auto cap = static_cast<size_t>(bucket_mb * 1024.0 * 1024.0);
+    : params_(params),
+      cap_(static_cast<size_t>(bucket_mb * 1024.0 * 1024.0)),
+      comm_(comm),
+      codec_(std::move(codec)) {
   // Reverse order: the last layers' gradients are ready first during backward.
-  std::vector<torch::Tensor> pending;
+  std::vector<size_t> order;
+  for (size_t i = params_.size(); i-- > 0;) {
+    if (params_[i].requires_grad()) order.push_back(i);
+  }
+  build(order, cap_);
+}
+
+GradBuckets::~GradBuckets() {
+  if (comm_thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    comm_thread_.join();
+  }
+  for (const auto& [index, handle] : hook_handles_) params_[index].remove_hook(handle);
+}
+
+void GradBuckets::build(const std::vector<size_t>& order, size_t first_cap) {
+  buckets_.clear();
+  slot_of_.assign(params_.size(), Slot{kNoBucket, 0});
+  std::vector<size_t> pending;
   size_t pending_bytes = 0;
   auto flush = [&]() {
     if (pending.empty()) return;
     Bucket b;
     size_t off = 0;
-    for (const auto& p : pending) {
+    for (size_t i : pending) {
+      slot_of_[i] = Slot{buckets_.size(), b.members.size()};
+      b.members.push_back(i);
       b.offsets.push_back(off);
-      off += static_cast<size_t>(p.numel());
+      off += static_cast<size_t>(params_[i].numel());
     }
-    b.params = pending;
-    b.flat = torch::empty({static_cast<int64_t>(off)}, pending.front().options().requires_grad(false));
+    b.flat =
+        torch::empty({static_cast<int64_t>(off)}, params_[pending.front()].options().requires_grad(false));
     buckets_.push_back(std::move(b));
     pending.clear();
     pending_bytes = 0;
   };
-  for (auto it = params.rbegin(); it != params.rend(); ++it) {
-    const auto& p = *it;
-    if (!p.requires_grad()) continue;
+  for (size_t i : order) {
+    const auto& p = params_[i];
     comm_dtype(p.scalar_type());
     const size_t bytes = static_cast<size_t>(p.numel()) * p.element_size();
+    const size_t cap = buckets_.empty() ? first_cap : cap_;
     if (!pending.empty() &&
-        (pending.front().scalar_type() != p.scalar_type() || pending_bytes + bytes > cap)) {
+        (params_[pending.front()].scalar_type() != p.scalar_type() || pending_bytes + bytes > cap)) {
       flush();
     }
-    pending.push_back(p);
+    pending.push_back(i);
     pending_bytes += bytes;
   }
   flush();
@@ -60,37 +99,56 @@ size_t GradBuckets::total_bytes() const {
   return n;
 }
 
-template <typename T>
-void GradBuckets::reduce_bucket(Bucket& bucket, double weight, ReduceResult& out) {
-  std::vector<kernels::Segment<T>> segs(bucket.params.size());
-  for (size_t k = 0; k < bucket.params.size(); ++k) {
-    auto& p = bucket.params[k];
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    DYNAMIX_CHECK(p.grad().is_contiguous(), "gradient buckets need contiguous gradients");
-    segs[k] = {p.grad().data_ptr<T>(), static_cast<size_t>(p.numel()), bucket.offsets[k]};
-  }
-  T* flat = bucket.flat.data_ptr<T>();
-  out.local_sq_norm += kernels::pack_scale<T>(segs, static_cast<T>(weight), flat);
+std::vector<std::vector<size_t>> GradBuckets::layout() const {
+  std::vector<std::vector<size_t>> out;
+  for (const auto& b : buckets_) out.push_back(b.members);
+  return out;
+}
+
+void GradBuckets::allreduce_packed(Bucket& bucket, ReduceResult& out) {
   const auto count = static_cast<size_t>(bucket.flat.numel());
   const auto t0 = std::chrono::steady_clock::now();
-  if constexpr (std::is_same_v<T, float>) {
-    if (codec_) {
-      codec_->allreduce_sum(flat, count, comm_, &out.codec);
-      out.wire_bytes += out.codec.bytes_sent;
-    } else {
-      comm_.allreduce_sum(flat, count, DType::kFloat32);
-      out.wire_bytes += count * sizeof(T);
-    }
+  if (bucket.flat.scalar_type() == torch::kFloat32 && codec_) {
+    codec_->allreduce_sum(bucket.flat.data_ptr<float>(), count, comm_, &out.codec);
+    out.wire_bytes += out.codec.bytes_sent;
   } else {
-    comm_.allreduce_sum(flat, count, comm_dtype(bucket.flat.scalar_type()));
-    out.wire_bytes += count * sizeof(T);
+    comm_.allreduce_sum(bucket.flat.data_ptr(), count, comm_dtype(bucket.flat.scalar_type()));
+    out.wire_bytes += count * bucket.flat.element_size();
   }
   out.comm_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out.global_sq_norm += kernels::unpack<T>(flat, segs);
-  out.bytes += static_cast<size_t>(bucket.flat.numel()) * sizeof(T);
+  out.bytes += count * bucket.flat.element_size();
+}
+
+template <typename T>
+double GradBuckets::unpack_bucket(Bucket& bucket) {
+  std::vector<kernels::Segment<T>> segs(bucket.members.size());
+  for (size_t k = 0; k < bucket.members.size(); ++k) {
+    auto& p = params_[bucket.members[k]];
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    DYNAMIX_CHECK(p.grad().strides() == p.strides() && p.grad().is_non_overlapping_and_dense(),
+                  "gradient buckets need gradients laid out like their parameters");
+    segs[k] = {p.grad().data_ptr<T>(), static_cast<size_t>(p.numel()), bucket.offsets[k]};
+  }
+  return kernels::unpack<T>(bucket.flat.data_ptr<T>(), segs);
+}
+
+template <typename T>
+void GradBuckets::reduce_bucket(Bucket& bucket, double weight, ReduceResult& out) {
+  std::vector<kernels::Segment<T>> segs(bucket.members.size());
+  for (size_t k = 0; k < bucket.members.size(); ++k) {
+    auto& p = params_[bucket.members[k]];
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    DYNAMIX_CHECK(p.grad().strides() == p.strides() && p.grad().is_non_overlapping_and_dense(),
+                  "gradient buckets need gradients laid out like their parameters");
+    segs[k] = {p.grad().data_ptr<T>(), static_cast<size_t>(p.numel()), bucket.offsets[k]};
+  }
+  out.local_sq_norm += kernels::pack_scale<T>(segs, static_cast<T>(weight), bucket.flat.data_ptr<T>());
+  allreduce_packed(bucket, out);
+  out.global_sq_norm += unpack_bucket<T>(bucket);
 }
 
 ReduceResult GradBuckets::reduce(double weight) {
+  DYNAMIX_CHECK(!armed_, "gradient buckets: reduce() during an overlapped step");
   ReduceResult out;
   for (auto& b : buckets_) {
     if (b.flat.scalar_type() == torch::kFloat64) {
@@ -100,6 +158,163 @@ ReduceResult GradBuckets::reduce(double weight) {
     }
   }
   return out;
+}
+
+// --- Overlapped path -----------------------------------------------------------------------
+
+void GradBuckets::enable_overlap(OverlapHooks hooks) {
+  DYNAMIX_CHECK(!overlapped(), "gradient buckets: overlap enabled twice");
+  hooks_ = std::move(hooks);
+  packed_.assign(params_.size(), 0);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].requires_grad()) continue;
+    // A leaf's hook sees its whole gradient for this backward (all uses summed), before
+    // AccumulateGrad stores it.
+    hook_handles_.emplace_back(
+        i, params_[i].register_hook([this, i](const torch::Tensor& grad) { on_grad(i, grad); }));
+  }
+  // The small first bucket applies from the rebuild on; the comm thread starts idle.
+  comm_thread_ = std::thread([this] { comm_loop(); });
+}
+
+void GradBuckets::begin(double weight) {
+  DYNAMIX_CHECK(overlapped(), "gradient buckets: begin() without enable_overlap()");
+  DYNAMIX_CHECK(!armed_, "gradient buckets: begin() twice without finish()");
+  weight_ = weight;
+  local_sq_ = 0;
+  std::fill(packed_.begin(), packed_.end(), 0);
+  for (auto& b : buckets_) b.pending = b.members.size();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_.assign(buckets_.size(), 0);
+    next_ = 0;
+    comm_result_ = ReduceResult{};
+    comm_error_ = nullptr;
+  }
+  armed_ = true;
+}
+
+void GradBuckets::pack_one(size_t index, const torch::Tensor& grad) {
+  const Slot s = slot_of_[index];
+  Bucket& b = buckets_[s.bucket];
+  const auto& p = params_[index];
+  const size_t n = static_cast<size_t>(p.numel());
+  if (b.flat.scalar_type() == torch::kFloat64) {
+    torch::Tensor g = grad.defined() ? in_param_layout(grad, p) : torch::Tensor();
+    kernels::Segment<double> seg{g.defined() ? g.data_ptr<double>() : nullptr, n, b.offsets[s.member]};
+    local_sq_ += kernels::pack_scale<double>({seg}, weight_, b.flat.data_ptr<double>());
+  } else {
+    torch::Tensor g = grad.defined() ? in_param_layout(grad, p) : torch::Tensor();
+    kernels::Segment<float> seg{g.defined() ? g.data_ptr<float>() : nullptr, n, b.offsets[s.member]};
+    local_sq_ += kernels::pack_scale<float>({seg}, static_cast<float>(weight_), b.flat.data_ptr<float>());
+  }
+  packed_[index] = 1;
+  if (--b.pending == 0) mark_ready(s.bucket);
+}
+
+void GradBuckets::on_grad(size_t index, const torch::Tensor& grad) {
+  if (!armed_) return;  // a backward outside a training step (none in the trainer)
+  DYNAMIX_CHECK(!packed_[index],
+                "gradient buckets: a parameter received two gradients in one step "
+                "(more than one backward per step needs comm.overlap: false)");
+  if (!rebuilt_) arrival_.push_back(index);
+  pack_one(index, grad);
+}
+
+void GradBuckets::mark_ready(size_t bucket) {
+  if (hooks_.on_bucket_ready) hooks_.on_bucket_ready();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_[bucket] = 1;
+  }
+  cv_.notify_all();
+}
+
+void GradBuckets::comm_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || (next_ < ready_.size() && ready_[next_]); });
+    if (stop_) return;
+    Bucket& b = buckets_[next_];
+    lock.unlock();
+    // Buckets go out strictly in index order, so every rank issues the same collectives in the
+    // same order whatever order its gradients arrived in.
+    ReduceResult part;
+    std::exception_ptr error;
+    try {
+      allreduce_packed(b, part);
+      if (hooks_.after_bucket) hooks_.after_bucket(part.wire_bytes, part.comm_s);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    comm_result_.comm_s += part.comm_s;
+    comm_result_.bytes += part.bytes;
+    comm_result_.wire_bytes += part.wire_bytes;
+    if (b.flat.scalar_type() == torch::kFloat32 && codec_) comm_result_.codec = part.codec;
+    if (error) {
+      comm_error_ = error;
+      next_ = ready_.size();  // give up this step; finish() rethrows
+    } else {
+      ++next_;
+    }
+    if (next_ == ready_.size()) cv_.notify_all();
+  }
+}
+
+ReduceResult GradBuckets::finish(bool apply) {
+  DYNAMIX_CHECK(armed_, "gradient buckets: finish() without begin()");
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (slot_of_[i].bucket != kNoBucket && !packed_[i]) pack_one(i, torch::Tensor());
+  }
+  armed_ = false;
+  ReduceResult out;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return next_ == ready_.size(); });
+    if (comm_error_) std::rethrow_exception(comm_error_);
+    out = comm_result_;
+  }
+  out.local_sq_norm = local_sq_;
+  if (apply) {
+    for (auto& b : buckets_) {
+      out.global_sq_norm +=
+          b.flat.scalar_type() == torch::kFloat64 ? unpack_bucket<double>(b) : unpack_bucket<float>(b);
+    }
+  }
+  if (!rebuilt_) rebuild_from_arrival_order();
+  return out;
+}
+
+void GradBuckets::rebuild_from_arrival_order() {
+  // Rank 0's arrival order for everyone (ranks must agree on the layout; a rank that had no
+  // samples saw no arrivals), completed with the parameters that never produced a gradient.
+  const size_t n = params_.size();
+  std::vector<int32_t> order(n, -1);
+  if (comm_.rank() == 0) {
+    std::vector<char> seen(n, 0);
+    size_t k = 0;
+    for (size_t i : arrival_) {
+      order[k++] = static_cast<int32_t>(i);
+      seen[i] = 1;
+    }
+    for (const auto& b : buckets_) {
+      for (size_t i : b.members) {
+        if (!seen[i]) order[k++] = static_cast<int32_t>(i);
+      }
+    }
+  }
+  if (comm_.size() > 1) comm_.broadcast(order.data(), n, DType::kInt32, 0);
+  std::vector<size_t> layout_order;
+  for (int32_t i : order) {
+    if (i >= 0) layout_order.push_back(static_cast<size_t>(i));
+  }
+  std::lock_guard<std::mutex> lock(mu_);  // the comm thread reads buckets_ and ready_
+  build(layout_order, std::min(cap_, kFirstBucketBytes));
+  ready_.assign(buckets_.size(), 0);
+  next_ = buckets_.size();
+  arrival_.clear();
+  rebuilt_ = true;
 }
 
 }  // namespace dynamix

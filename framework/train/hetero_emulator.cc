@@ -33,6 +33,14 @@ double HeteroEmulator::compute_delay(double measured_s) const {
   return slowdown_ > 1.0 ? (slowdown_ - 1.0) * measured_s : 0.0;
 }
 
+void HeteroEmulator::start_compute() { mark_ = std::chrono::steady_clock::now(); }
+
+void HeteroEmulator::pace() {
+  const double measured = std::chrono::duration<double>(std::chrono::steady_clock::now() - mark_).count();
+  sleep_seconds(compute_delay(measured));
+  mark_ = std::chrono::steady_clock::now();
+}
+
 double HeteroEmulator::comm_delay(size_t bytes, double measured_s) const {
   if (bandwidth_mbps_ <= 0.0 || world_ < 2) return 0.0;
   // A ring allreduce moves 2(N-1)/N of the buffer through every link.

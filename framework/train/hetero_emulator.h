@@ -3,6 +3,7 @@
 // link would), and timed events that change either. Config: `hetero` (DESIGN.md).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -23,6 +24,11 @@ class HeteroEmulator {
 
   // Extra seconds to add after `measured_s` of compute.
   double compute_delay(double measured_s) const;
+  // The slowdown applied while computing, so that what waits on compute (gradients handed to
+  // the comm thread during backward) comes as late as on a slower device: start_compute() at the
+  // start, then pace() at each such point sleeps (f-1) x the compute since the previous one.
+  void start_compute();
+  void pace();
   // Extra seconds so that allreducing `bytes` (as sent: compressed when a codec is on) took what a
   // ring over a link of bandwidth_mbps takes.
   double comm_delay(size_t bytes, double measured_s) const;
@@ -36,6 +42,7 @@ class HeteroEmulator {
   double slowdown_ = 1.0;
   double bandwidth_mbps_ = 0.0;
   std::vector<bool> applied_;
+  std::chrono::steady_clock::time_point mark_;
 };
 
 }  // namespace dynamix

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "framework/core/error.h"
+#include "framework/core/mpi_runtime.h"
 #include "framework/train/checkpoint_file.h"
 #include "framework/train/memory_cap.h"
 #include "framework/train/policy_factory.h"
@@ -118,6 +119,19 @@ void Trainer::setup() {
   sampler_ = std::make_unique<VariableBatchSampler>(data_.train->size(), t.seed);
   prefetcher_ = std::make_unique<BatchPrefetcher>(data_.train);
   hetero_ = std::make_unique<HeteroEmulator>(config_.hetero, rank_, world_);
+  if (config_.comm.overlap && world_ > 1) {
+    if (mpi_allows_comm_thread()) {
+      OverlapHooks hooks;
+      hooks.on_bucket_ready = [this] { hetero_->pace(); };
+      hooks.after_bucket = [this](size_t wire_bytes, double comm_s) {
+        HeteroEmulator::sleep_seconds(hetero_->comm_delay(wire_bytes, comm_s));
+      };
+      buckets_->enable_overlap(std::move(hooks));
+    } else {
+      log("comm.overlap: MPI was started without thread support (MPI_THREAD_SERIALIZED); gradients are "
+          "reduced after backward");
+    }
+  }
   // Each rank watches its own process; no GPU in the CPU build.
   if (config_.monitor.enabled) {
     monitor_ = Monitor::create(config_.monitor.ebpf, {static_cast<int>(::getpid())}, -1);
@@ -295,11 +309,19 @@ bool Trainer::step() {
   progress_.epoch = last_assignment_.epoch;
   progress_.cursor = last_assignment_.start + last_assignment_.total();
 
-  // Forward/backward on the local mean loss, with the next batch loading alongside.
+  // Forward/backward on the local mean loss, with the next batch loading alongside. With
+  // overlap on, backward's hooks pack each gradient (scaled by b_i / B) and full buckets are
+  // reduced by the comm thread while backward goes on.
   prefetch_next(progress_.step + 1);
+  const double weight = static_cast<double>(n) / static_cast<double>(last_assignment_.total());
+  const bool overlapped = buckets_->overlapped();
   t0 = Clock::now();
   model_->train();
   optimizer_->zero_grad();
+  if (overlapped) {
+    buckets_->begin(weight);
+    hetero_->start_compute();
+  }
   if (n > 0 && oom_what.empty()) {
     try {
       auto loss = loss_of(model_->forward(batch.inputs), batch.targets);
@@ -311,14 +333,21 @@ bool Trainer::step() {
   }
   batch = Batch{};
   mine.samples = static_cast<double>(n);
-  double compute = seconds_since(t0);
-  const double delay = hetero_->compute_delay(compute);
-  HeteroEmulator::sleep_seconds(delay);
-  mine.compute_s = compute + delay;
+  if (overlapped) {
+    hetero_->pace();  // the emulated slowdown of what backward did after the last full bucket
+  } else {
+    HeteroEmulator::sleep_seconds(hetero_->compute_delay(seconds_since(t0)));
+  }
+  mine.compute_s = seconds_since(t0);
 
-  // Every rank must have its gradient before any is averaged: one small collective (which also
-  // absorbs the straggler wait, so it is timed with the allreduce).
+  // Overlap: the rest of the buckets (with zeros where backward produced no gradient, e.g. after
+  // running out of memory) and the wait for the comm thread; it includes the straggler wait, so
+  // it is timed with the allreduce. No collective of ours may run before it.
   t0 = Clock::now();
+  ReduceResult red;
+  if (overlapped) red = buckets_->finish(oom_what.empty());
+
+  // Every rank must have its gradient before any is applied: one small collective.
   const std::vector<int32_t> ooms = agree_on_memory(!oom_what.empty(), static_cast<int32_t>(n));
   if (!ooms.empty()) {
     recover_from_oom(ooms, oom_what, epoch_before, cursor_before);
@@ -326,11 +355,11 @@ bool Trainer::step() {
   }
 
   // Weighted average: scale by b_i / B while packing, SUM allreduce, unpack.
-  const double total = static_cast<double>(last_assignment_.total());
-  const double weight = static_cast<double>(n) / total;
   if (world_ > 1) {
-    const ReduceResult red = buckets_->reduce(weight);
-    HeteroEmulator::sleep_seconds(hetero_->comm_delay(red.wire_bytes, red.comm_s));
+    if (!overlapped) {
+      red = buckets_->reduce(weight);
+      HeteroEmulator::sleep_seconds(hetero_->comm_delay(red.wire_bytes, red.comm_s));
+    }
     mine.allreduce_s = seconds_since(t0);
     // |g_i|^2 is of the unscaled local gradient; the packer saw it before scaling.
     mine.local_sq_norm = red.local_sq_norm;
@@ -366,7 +395,10 @@ bool Trainer::step() {
   progress_.wait_fraction_sum += wait_frac / world_;
 
   if (outputs_) {
-    nlohmann::json comm_line = {{"bytes", last_reduce_.bytes}, {"wire_bytes", last_reduce_.wire_bytes}};
+    nlohmann::json comm_line = {{"bytes", last_reduce_.bytes},
+                                {"wire_bytes", last_reduce_.wire_bytes},
+                                {"overlap", overlapped},
+                                {"busy_s", last_reduce_.comm_s}};
     if (config_.comm.compression != "none") {
       const CodecStats& c = last_reduce_.codec;
       comm_line["codec"] = config_.comm.compression;

@@ -1,8 +1,10 @@
 // DYNAMIX — weighted averaging is exact: 4 ranks with batches {5, 17, 32, 64} take the same
-// optimizer step as one process on the union batch of 118 (float64), also after a plan change.
+// optimizer step as one process on the union batch of 118 (float64), also after a plan change;
+// with the buckets reduced during backward (comm.overlap, the default) and after it.
 #include <gtest/gtest.h>
 
 #include "framework/comm/mpi_communicator.h"
+#include "framework/core/mpi_runtime.h"
 #include "framework/train/trainer.h"
 #include "models/registry.h"
 
@@ -25,14 +27,19 @@ double max_diff(Model& a, Model& b) {
   return worst;
 }
 
-TEST(WeightedAveraging, UnequalBatchesEqualOneProcessOnTheUnion) {
+class WeightedAveraging : public ::testing::TestWithParam<bool> {};
+
+TEST_P(WeightedAveraging, UnequalBatchesEqualOneProcessOnTheUnion) {
   MpiCommunicator comm;
   ASSERT_EQ(comm.size(), 4) << "run with mpirun -np 4";
+  const bool overlap = GetParam();
+  if (overlap) ASSERT_TRUE(mpi_allows_comm_thread()) << "the overlapped path would not be taken";
   TrainOptions opts;
   opts.float64 = true;
   opts.write_outputs = false;
   opts.quiet = true;
-  Trainer trainer(parse_config(kConfig, "test"), comm, opts);
+  Trainer trainer(parse_config(kConfig, "test", {std::string("comm.overlap=") + (overlap ? "true" : "false")}),
+                  comm, opts);
   trainer.setup();
   trainer.prepare();
 
@@ -82,6 +89,9 @@ TEST(WeightedAveraging, UnequalBatchesEqualOneProcessOnTheUnion) {
   // The check can fail: replicas moved, so a wrong weighting would show.
   EXPECT_GT(trainer.model().parameters()[0].abs().sum().item<double>(), 0.0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Overlap, WeightedAveraging, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "DuringBackward" : "AfterBackward"; });
 
 }  // namespace
 }  // namespace dynamix
