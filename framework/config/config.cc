@@ -90,6 +90,12 @@ Fields train_fields(TrainConfig& t, const YamlReader& r) {
          t.lr = r.number(v, p);
          r.require(t.lr > 0, v, p, "must be > 0");
        }},
+      {"precision",
+       [&](const Node& v, const Path& p) {
+         // fp16 needs loss scaling and a GPU; the CPU autocast of LibTorch 1.13 knows bf16 only.
+         t.precision = r.choice(v, p, {"fp32", "bf16"});
+       }},
+      {"channels_last", [&](const Node& v, const Path& p) { t.channels_last = r.boolean(v, p); }},
       {"optimizer",
        [&](const Node& v, const Path& p) {
          t.optimizer = r.choice(v, p, {"sgd", "adamw"});

@@ -38,6 +38,8 @@ struct TrainConfig {
   std::optional<double> target_accuracy;  // in [0, 1]; time_to_target_s is recorded when reached
   uint64_t seed = 42;
   int64_t eval_every = 0;        // evaluate every N steps (0 = at epoch ends and at the end only)
+  std::string precision = "fp32";  // fp32 | bf16 (autocast of forward and loss; float32 weights)
+  bool channels_last = false;      // 4-D weights and inputs in channels_last (CNNs)
 };
 
 struct BatchConfig {

@@ -15,6 +15,7 @@
 #include "framework/train/checkpoint_file.h"
 #include "framework/train/memory_cap.h"
 #include "framework/train/policy_factory.h"
+#include "framework/train/precision.h"
 #include "models/registry.h"
 #include "framework/train/signals.h"
 
@@ -104,6 +105,7 @@ void Trainer::setup() {
   spec.input_cardinality = data_.train->input_cardinality();
   model_ = make_model(config_.model, spec);
   if (options_.float64) model_->to(torch::kFloat64);
+  if (config_.train.channels_last) to_channels_last(*model_);
 
   const auto& t = config_.train;
   optimizer_ = make_optimizer(t, model_->parameters());
@@ -324,7 +326,15 @@ bool Trainer::step() {
   }
   if (n > 0 && oom_what.empty()) {
     try {
-      auto loss = loss_of(model_->forward(batch.inputs), batch.targets);
+      torch::Tensor loss;
+      {
+        // Autocast covers forward and the loss; backward runs outside it, as LibTorch advises.
+        AutocastScope autocast(config_.train.precision, torch::kCPU);
+        const auto inputs = config_.train.channels_last ? channels_last_input(batch.inputs) : batch.inputs;
+        auto logits = model_->forward(inputs);
+        if (logits.scalar_type() == torch::kBFloat16) logits = logits.to(torch::kFloat32);  // loss in fp32
+        loss = loss_of(logits, batch.targets);
+      }
       loss.backward();
       mine.loss_sum = loss.item<double>() * static_cast<double>(n);
     } catch (const c10::OutOfMemoryError& e) {

@@ -79,6 +79,8 @@ const ErrorCase kCases[] = {
     {"TargetAboveOne", "train: {target_accuracy: 1.5}", {}, {"'train.target_accuracy' must be in [0, 1]"}},
     {"TargetNegative", "train: {target_accuracy: -0.1}", {}, {"'train.target_accuracy' must be in [0, 1]"}},
     {"EvalEveryNegative", "train: {eval_every: -1}", {}, {"'train.eval_every' must be >= 0"}},
+    {"PrecisionFp16", "train: {precision: fp16}", {}, {"train.precision", "fp16"}},
+    {"ChannelsLastNotBool", "train: {channels_last: maybe}", {}, {"train.channels_last"}},
     {"Optimizer", "train: {optimizer: adam}", {}, {"'train.optimizer' must be one of sgd|adamw, got 'adam'"}},
     {"LrScaling", "train: {lr_scaling: cubic}", {}, {"'train.lr_scaling' must be one of linear|sqrt|none"}},
     {"NesterovWithoutMomentum",

@@ -27,21 +27,33 @@ double max_diff(Model& a, Model& b) {
   return worst;
 }
 
-class WeightedAveraging : public ::testing::TestWithParam<bool> {};
+struct Variant {
+  bool overlap;
+  bool channels_last;
+};
+
+class WeightedAveraging : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(WeightedAveraging, UnequalBatchesEqualOneProcessOnTheUnion) {
   MpiCommunicator comm;
   ASSERT_EQ(comm.size(), 4) << "run with mpirun -np 4";
-  const bool overlap = GetParam();
+  const auto [overlap, channels_last] = GetParam();
   if (overlap) ASSERT_TRUE(mpi_allows_comm_thread()) << "the overlapped path would not be taken";
   TrainOptions opts;
   opts.float64 = true;
   opts.write_outputs = false;
   opts.quiet = true;
-  Trainer trainer(parse_config(kConfig, "test", {std::string("comm.overlap=") + (overlap ? "true" : "false")}),
+  const auto flag = [](bool on) { return on ? std::string("true") : std::string("false"); };
+  Trainer trainer(parse_config(kConfig, "test",
+                               {"comm.overlap=" + flag(overlap), "train.channels_last=" + flag(channels_last)}),
                   comm, opts);
   trainer.setup();
   trainer.prepare();
+  if (channels_last) {
+    const auto w = trainer.model().parameters()[2];  // the second convolution (16 input channels)
+    ASSERT_EQ(w.dim(), 4);
+    ASSERT_TRUE(w.is_contiguous(torch::MemoryFormat::ChannelsLast) && !w.is_contiguous());
+  }
 
   // The reference: one process, same initial weights, the union of all ranks' samples.
   const Dataset& data = trainer.train_set();
@@ -90,8 +102,33 @@ TEST_P(WeightedAveraging, UnequalBatchesEqualOneProcessOnTheUnion) {
   EXPECT_GT(trainer.model().parameters()[0].abs().sum().item<double>(), 0.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Overlap, WeightedAveraging, ::testing::Values(true, false),
-                         [](const auto& info) { return info.param ? "DuringBackward" : "AfterBackward"; });
+// The reference model stays contiguous: channels_last must not change the step.
+INSTANTIATE_TEST_SUITE_P(Paths, WeightedAveraging,
+                         ::testing::Values(Variant{true, false}, Variant{false, false}, Variant{true, true}),
+                         [](const auto& info) {
+                           return std::string(info.param.overlap ? "DuringBackward" : "AfterBackward") +
+                                  (info.param.channels_last ? "ChannelsLast" : "");
+                         });
+
+TEST(Bf16Autocast, TrainsWithIdenticalFloat32Replicas) {
+  MpiCommunicator comm;
+  TrainOptions opts;
+  opts.write_outputs = false;
+  opts.quiet = true;
+  Trainer trainer(parse_config(kConfig, "test", {"train.precision=bf16", "batch.init=[16, 16, 16, 16]"}), comm, opts);
+  trainer.setup();
+  trainer.prepare();
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(trainer.step());
+  // Replicas agree exactly (same averaged gradient applied everywhere) and stayed float32.
+  for (auto& p : trainer.model().parameters()) {
+    ASSERT_EQ(p.scalar_type(), torch::kFloat32);
+    auto mine = p.detach().contiguous().clone();
+    auto root = mine.clone();
+    comm.broadcast(root.data_ptr(), static_cast<size_t>(root.numel()), DType::kFloat32, 0);
+    EXPECT_TRUE(torch::equal(mine, root));
+    EXPECT_TRUE(torch::isfinite(mine).all().item<bool>());
+  }
+}
 
 }  // namespace
 }  // namespace dynamix

@@ -1,0 +1,34 @@
+// DYNAMIX — numeric precision and memory layout of a training step: autocast to bfloat16 around
+// forward and the loss (parameters, gradients, buckets and optimizer stay float32), and
+// channels_last for 4-D weights and inputs (CNNs; faster convolutions on GPUs and oneDNN).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace dynamix {
+
+// While alive, eligible ops (matmuls, convolutions) on `device`'s type run in `precision`
+// ("bf16"); "fp32" does nothing. Restores the previous autocast state and clears its cast cache.
+class AutocastScope {
+ public:
+  AutocastScope(const std::string& precision, torch::DeviceType device);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool active_ = false;
+  torch::DeviceType device_ = torch::kCPU;
+  bool previous_enabled_ = false;
+  at::ScalarType previous_dtype_ = at::kBFloat16;
+};
+
+// Converts the module's 4-D parameters and buffers to channels_last, in place (the tensors stay
+// the same objects, so optimizers and hooks keep pointing at them).
+void to_channels_last(torch::nn::Module& module);
+// A 4-D input in channels_last; anything else unchanged.
+torch::Tensor channels_last_input(const torch::Tensor& input);
+
+}  // namespace dynamix
