@@ -120,7 +120,7 @@ void GradBuckets::allreduce_packed(Bucket& bucket, ReduceResult& out) {
 }
 
 template <typename T>
-double GradBuckets::unpack_bucket(Bucket& bucket) {
+std::vector<kernels::Segment<T>> GradBuckets::grad_segments(Bucket& bucket) {
   std::vector<kernels::Segment<T>> segs(bucket.members.size());
   for (size_t k = 0; k < bucket.members.size(); ++k) {
     auto& p = params_[bucket.members[k]];
@@ -129,22 +129,20 @@ double GradBuckets::unpack_bucket(Bucket& bucket) {
                   "gradient buckets need gradients laid out like their parameters");
     segs[k] = {p.grad().data_ptr<T>(), static_cast<size_t>(p.numel()), bucket.offsets[k]};
   }
-  return kernels::unpack<T>(bucket.flat.data_ptr<T>(), segs);
+  return segs;
+}
+
+template <typename T>
+double GradBuckets::unpack_bucket(Bucket& bucket) {
+  return kernels::unpack<T>(bucket.flat.data_ptr<T>(), grad_segments<T>(bucket));
 }
 
 template <typename T>
 void GradBuckets::reduce_bucket(Bucket& bucket, double weight, ReduceResult& out) {
-  std::vector<kernels::Segment<T>> segs(bucket.members.size());
-  for (size_t k = 0; k < bucket.members.size(); ++k) {
-    auto& p = params_[bucket.members[k]];
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    DYNAMIX_CHECK(p.grad().strides() == p.strides() && p.grad().is_non_overlapping_and_dense(),
-                  "gradient buckets need gradients laid out like their parameters");
-    segs[k] = {p.grad().data_ptr<T>(), static_cast<size_t>(p.numel()), bucket.offsets[k]};
-  }
+  const auto segs = grad_segments<T>(bucket);
   out.local_sq_norm += kernels::pack_scale<T>(segs, static_cast<T>(weight), bucket.flat.data_ptr<T>());
   allreduce_packed(bucket, out);
-  out.global_sq_norm += unpack_bucket<T>(bucket);
+  out.global_sq_norm += kernels::unpack<T>(bucket.flat.data_ptr<T>(), segs);
 }
 
 ReduceResult GradBuckets::reduce(double weight) {

@@ -90,6 +90,9 @@ class GradBuckets {
   void reduce_bucket(Bucket& bucket, double weight, ReduceResult& out);
   // Collectives of one packed bucket (codec or dense); adds to comm_s, bytes, wire_bytes, codec.
   void allreduce_packed(Bucket& bucket, ReduceResult& out);
+  // The bucket's members' .grad as segments (zeros created where a gradient is missing).
+  template <typename T>
+  std::vector<kernels::Segment<T>> grad_segments(Bucket& bucket);
   template <typename T>
   double unpack_bucket(Bucket& bucket);
   // Packs parameter `index`'s gradient (undefined = zeros) into its bucket slot.
