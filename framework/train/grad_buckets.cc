@@ -29,6 +29,15 @@ torch::Tensor in_param_layout(const torch::Tensor& grad, const torch::Tensor& pa
   return torch::empty_like(param).copy_(grad);
 }
 
+// Packs one gradient (undefined = zeros) scaled by `weight` at `offset` of `flat`; returns its
+// squared norm.
+template <typename T>
+double pack_segment(const torch::Tensor& grad, size_t count, size_t offset, double weight,
+                    torch::Tensor& flat) {
+  const kernels::Segment<T> seg{grad.defined() ? grad.data_ptr<T>() : nullptr, count, offset};
+  return kernels::pack_scale<T>({seg}, static_cast<T>(weight), flat.data_ptr<T>());
+}
+
 }  // namespace
 
 GradBuckets::GradBuckets(const std::vector<torch::Tensor>& params, double bucket_mb, Communicator& comm,
@@ -197,15 +206,10 @@ void GradBuckets::pack_one(size_t index, const torch::Tensor& grad) {
   Bucket& b = buckets_[s.bucket];
   const auto& p = params_[index];
   const size_t n = static_cast<size_t>(p.numel());
-  if (b.flat.scalar_type() == torch::kFloat64) {
-    torch::Tensor g = grad.defined() ? in_param_layout(grad, p) : torch::Tensor();
-    kernels::Segment<double> seg{g.defined() ? g.data_ptr<double>() : nullptr, n, b.offsets[s.member]};
-    local_sq_ += kernels::pack_scale<double>({seg}, weight_, b.flat.data_ptr<double>());
-  } else {
-    torch::Tensor g = grad.defined() ? in_param_layout(grad, p) : torch::Tensor();
-    kernels::Segment<float> seg{g.defined() ? g.data_ptr<float>() : nullptr, n, b.offsets[s.member]};
-    local_sq_ += kernels::pack_scale<float>({seg}, static_cast<float>(weight_), b.flat.data_ptr<float>());
-  }
+  const torch::Tensor g = grad.defined() ? in_param_layout(grad, p) : torch::Tensor();
+  local_sq_ += b.flat.scalar_type() == torch::kFloat64
+                   ? pack_segment<double>(g, n, b.offsets[s.member], weight_, b.flat)
+                   : pack_segment<float>(g, n, b.offsets[s.member], weight_, b.flat);
   packed_[index] = 1;
   if (--b.pending == 0) mark_ready(s.bucket);
 }

@@ -84,4 +84,10 @@ torch::Tensor channels_last_input(const torch::Tensor& input) {
   return input.dim() == 4 ? input.contiguous(torch::MemoryFormat::ChannelsLast) : input;
 }
 
+torch::Tensor forward_logits(Model& model, const torch::Tensor& inputs, const TrainConfig& train) {
+  AutocastScope autocast(train.precision, torch::kCPU);
+  auto logits = model.forward(train.channels_last ? channels_last_input(inputs) : inputs);
+  return logits.scalar_type() == torch::kBFloat16 ? logits.to(torch::kFloat32) : logits;
+}
+
 }  // namespace dynamix

@@ -7,6 +7,9 @@
 
 #include <string>
 
+#include "framework/config/config.h"
+#include "models/model.h"
+
 namespace dynamix {
 
 // While alive, eligible ops (matmuls, convolutions) on `device`'s type run in `precision`
@@ -30,5 +33,9 @@ class AutocastScope {
 void to_channels_last(torch::nn::Module& module);
 // A 4-D input in channels_last; anything else unchanged.
 torch::Tensor channels_last_input(const torch::Tensor& input);
+
+// The model's forward as `train` configures it (input layout, autocast); bf16 logits come back
+// as float32 so that the loss is computed in float32.
+torch::Tensor forward_logits(Model& model, const torch::Tensor& inputs, const TrainConfig& train);
 
 }  // namespace dynamix

@@ -326,15 +326,8 @@ bool Trainer::step() {
   }
   if (n > 0 && oom_what.empty()) {
     try {
-      torch::Tensor loss;
-      {
-        // Autocast covers forward and the loss; backward runs outside it, as LibTorch advises.
-        AutocastScope autocast(config_.train.precision, torch::kCPU);
-        const auto inputs = config_.train.channels_last ? channels_last_input(batch.inputs) : batch.inputs;
-        auto logits = model_->forward(inputs);
-        if (logits.scalar_type() == torch::kBFloat16) logits = logits.to(torch::kFloat32);  // loss in fp32
-        loss = loss_of(logits, batch.targets);
-      }
+      // Autocast covers forward only; the loss and backward run outside it, as LibTorch advises.
+      const auto loss = loss_of(forward_logits(*model_, batch.inputs, config_.train), batch.targets);
       loss.backward();
       mine.loss_sum = loss.item<double>() * static_cast<double>(n);
     } catch (const c10::OutOfMemoryError& e) {

@@ -64,10 +64,7 @@ std::pair<double, double> Trainer::evaluate() {
     std::iota(idx.begin(), idx.end(), s);
     Batch b = data_.test->get(idx, config_.train.seed);
     if (options_.float64 && b.inputs.is_floating_point()) b.inputs = b.inputs.to(torch::kFloat64);
-    if (config_.train.channels_last) b.inputs = channels_last_input(b.inputs);
-    AutocastScope autocast(config_.train.precision, torch::kCPU);
-    auto logits = model_->forward(b.inputs);
-    if (logits.scalar_type() == torch::kBFloat16) logits = logits.to(torch::kFloat32);
+    const auto logits = forward_logits(*model_, b.inputs, config_.train);
     const int64_t classes = logits.size(-1);
     const auto flat_logits = logits.reshape({-1, classes});
     const auto targets = b.targets.reshape({-1});
