@@ -1,6 +1,7 @@
 // DYNAMIX — `dynamix train`.
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -9,7 +10,12 @@
 #include "framework/comm/watchdog.h"
 #include "framework/core/error.h"
 #include "framework/core/mpi_runtime.h"
+#include "framework/train/device.h"
 #include "framework/train/trainer.h"
+
+#if DYNAMIX_HAVE_NCCL
+#include "framework/comm/nccl_communicator.h"
+#endif
 
 namespace dynamix {
 namespace {
@@ -63,26 +69,61 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
   }
   if (!all_ok(comm, error)) return 2;
 
-  // From here every collective is bounded and a lost rank ends the job (comm.watchdog).
+  // Device and backend (train.device, backend): GPUs with NCCL when every local rank has one.
+  Placement placement;
+  try {
+    placement = resolve_placement(config, runtime.local_rank(), runtime.local_size());
+  } catch (const std::exception& e) {
+    error = brief_error(e);
+  }
+  if (!all_ok(comm, error)) return 2;
+#if DYNAMIX_HAVE_NCCL
+  std::unique_ptr<NcclCommunicator> nccl;
+  if (placement.backend == "nccl") {
+    try {
+      nccl = std::make_unique<NcclCommunicator>(runtime);  // collective; throws on every rank
+    } catch (const std::exception& e) {
+      error = brief_error(e);
+    }
+    if (!all_ok(comm, error)) return 2;
+  }
+  Communicator& transport = nccl ? static_cast<Communicator&>(*nccl) : comm;
+#else
+  Communicator& transport = comm;
+#endif
+
+  // From here every collective is bounded and a lost rank ends the job (comm.watchdog). NCCL
+  // collectives return before they finish, so its asynchronous errors are polled, and a verdict
+  // aborts the NCCL communicator (kernels waiting on a lost peer) before the process exits.
   std::unique_ptr<Watchdog> watchdog;
   if (comm.size() > 1 && config.comm.watchdog) {
     WatchdogOptions w;
     w.collective_timeout_s = config.comm.timeout_s;
     w.heartbeat_timeout_s = config.comm.heartbeat_timeout_s;
+    std::function<void()> on_abort;
+#if DYNAMIX_HAVE_NCCL
+    if (nccl) {
+      NcclCommunicator* device_comm = nccl.get();
+      w.poll_error = [device_comm] { return device_comm->check_async_error(); };
+      on_abort = [device_comm] { device_comm->abort(); };
+    }
+#endif
     try {
-      watchdog = std::make_unique<Watchdog>(comm, w);
+      watchdog = std::make_unique<Watchdog>(comm, w, on_abort);
     } catch (const std::exception& e) {
       error = brief_error(e);  // the same on every rank: the channel agreed on failure
     }
     if (!all_ok(comm, error)) return 2;
   }
-  WatchedCommunicator watched(comm, watchdog.get());
+  WatchedCommunicator watched(transport, watchdog.get());
 
   std::unique_ptr<Trainer> trainer;
   try {
     TrainOptions opts;
     opts.resume = cmd.resume;
     opts.overwrite = cmd.overwrite;
+    opts.local_rank = runtime.local_rank();
+    opts.local_size = runtime.local_size();
     trainer = std::make_unique<Trainer>(std::move(config), watched, opts);
     trainer->setup();
   } catch (const std::exception& e) {

@@ -32,6 +32,13 @@ class Communicator {
   // Gathers `bytes` from every rank into `recv` (size() * bytes) on all ranks.
   virtual void allgather(const void* send, size_t bytes, void* recv) = 0;
   virtual void barrier() = 0;
+
+  // Stream-ordered device backends (NCCL) make later work on the caller's compute stream wait for
+  // each device collective. While deferred, they do not; join_device_collectives() then orders
+  // later compute work after every device collective issued so far (overlap: backward keeps
+  // running while buckets are reduced). Host backends: no-ops.
+  virtual void set_deferred_join(bool deferred) { (void)deferred; }
+  virtual void join_device_collectives() {}
 };
 
 }  // namespace dynamix

@@ -224,6 +224,13 @@ void NcclCommunicator::enqueue(Call&& call) {
   DYNAMIX_COMM_CUDA(cudaStreamWaitEvent(stream_, ready_, 0));
   call();
   DYNAMIX_COMM_CUDA(cudaEventRecord(done_, stream_));
+  if (!deferred_join_.load()) DYNAMIX_COMM_CUDA(cudaStreamWaitEvent(compute_, done_, 0));
+}
+
+void NcclCommunicator::join_device_collectives() {
+  if (aborted_.load()) return;
+  DeviceGuard guard(device_);
+  // done_ was last recorded after the latest collective; the comm stream runs them in order.
   DYNAMIX_COMM_CUDA(cudaStreamWaitEvent(compute_, done_, 0));
 }
 

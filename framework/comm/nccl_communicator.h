@@ -51,6 +51,9 @@ class NcclCommunicator final : public Communicator {
   // Host buffers only (MPI).
   void gather(const void* send, size_t bytes, void* recv, int root) override;
   void barrier() override;
+  // Thread-safe (the overlap's comm thread issues collectives while the main thread sets it).
+  void set_deferred_join(bool deferred) override { deferred_join_.store(deferred); }
+  void join_device_collectives() override;
 
   // The stream the caller's kernels run on (default: the legacy default stream 0, LibTorch's
   // default). Must belong to device(); device collectives order themselves against it.
@@ -89,6 +92,7 @@ class NcclCommunicator final : public Communicator {
   cudaEvent_t ready_ = nullptr;     // recorded on compute_, waited on by stream_
   cudaEvent_t done_ = nullptr;      // recorded on stream_, waited on by compute_
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> deferred_join_{false};
   std::mutex lifetime_mutex_;  // serializes abort, destroy and the async-error query
 };
 

@@ -258,6 +258,11 @@ void Watchdog::run() {
     }
     if (!tripped_.load()) check_peers(now);
     if (!tripped_.load() && rank_ == 0) check_collectives(now);
+    if (!tripped_.load() && options_.poll_error && now - last_polled_ >= options_.heartbeat_interval_s) {
+      last_polled_ = now;
+      const std::string error = options_.poll_error();
+      if (!error.empty()) report_local_error(error);
+    }
   }
   if (!tripped_.load()) {
     Message bye;
@@ -286,7 +291,11 @@ void Watchdog::handle(int from, const Message& m) {
       p.finished = true;
       break;
     case kAbort:
-      if (rank_ != 0 && !tripped_.exchange(true)) terminate("rank 0 ends the job: " + text_of(m.text));
+      if (rank_ == 0) {
+        if (!tripped_.load()) fail(from, "it reported a fatal error: " + text_of(m.text));  // see report_local_error
+      } else if (!tripped_.exchange(true)) {
+        terminate("rank 0 ends the job: " + text_of(m.text));
+      }
       break;
     default:
       break;
@@ -391,6 +400,22 @@ void Watchdog::fail(int lost, const std::string& why) {
     }
   }
   terminate(message);
+}
+
+void Watchdog::report_local_error(const std::string& error) {
+  if (rank_ == 0) {
+    fail(-1, describe(0) + " reported a fatal error: " + error);
+    return;
+  }
+  if (tripped_.exchange(true)) return;
+  // Rank 0 reads this before the connection closes, and tells everyone.
+  Message m;
+  m.type = kAbort;
+  m.rank = rank_;
+  m.subject = rank_;
+  copy_text(m.text, error);
+  if (peers_[0].fd >= 0 && !peers_[0].closed) tcp_send(peers_[0].fd, &m, sizeof(m));
+  terminate(error);
 }
 
 void Watchdog::terminate(const std::string& message) {

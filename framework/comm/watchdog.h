@@ -8,7 +8,9 @@
 //   - a closed connection without a goodbye: that process died (detected at once);
 //   - silence longer than heartbeat_timeout_s: that rank's host or process is hung;
 //   - a rank inside collective #S longer than collective_timeout_s: the ranks that have not
-//     reached #S are named (or, if all are inside, the transport is declared stalled).
+//     reached #S are named (or, if all are inside, the transport is declared stalled);
+//   - a rank whose poll_error hook reports a transport error (NCCL's asynchronous errors:
+//     device collectives return at once, so their failures surface there).
 // Rank 0 tells every live rank why, and each one exits with kExitLostRank after running the
 // on_abort hook (the NCCL communicator's abort, on GPUs). Ranks lose rank 0 the same way.
 #pragma once
@@ -34,6 +36,10 @@ struct WatchdogOptions {
   double heartbeat_timeout_s = 30;    // silence after which a rank counts as lost
   double heartbeat_interval_s = 1;
   double connect_timeout_s = 60;      // for every rank to reach rank 0 at start
+  // Asked on the watchdog's thread every heartbeat interval: a non-empty answer is a fatal error
+  // of this rank's transport (NCCL's asynchronous errors: a peer lost inside a kernel, a network
+  // failure), and ends the job on every rank with that message. Must be thread-safe.
+  std::function<std::string()> poll_error;
 };
 
 class Watchdog {
@@ -75,6 +81,8 @@ class Watchdog {
   // Rank 0: tells every live rank, then ends this process. Others: ends this process.
   void fail(int lost, const std::string& why);
   void terminate(const std::string& message);
+  // This rank's poll_error hook fired: rank 0 is told (it ends the job everywhere), then exit.
+  void report_local_error(const std::string& error);
   double now_s() const;
   double in_collective_s(double now) const;
 
@@ -91,6 +99,7 @@ class Watchdog {
   std::atomic<bool> stop_{false};
   std::atomic<bool> tripped_{false};
   double last_sent_ = -1e9;
+  double last_polled_ = 0;  // poll_error, from the first heartbeat interval on
   std::thread thread_;
 };
 
@@ -108,6 +117,8 @@ class WatchedCommunicator final : public Communicator {
   void gather(const void* send, size_t bytes, void* recv, int root) override;
   void allgather(const void* send, size_t bytes, void* recv) override;
   void barrier() override;
+  void set_deferred_join(bool deferred) override { inner_.set_deferred_join(deferred); }
+  void join_device_collectives() override { inner_.join_device_collectives(); }
 
  private:
   template <typename F>

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -90,10 +91,23 @@ Fields train_fields(TrainConfig& t, const YamlReader& r) {
          t.lr = r.number(v, p);
          r.require(t.lr > 0, v, p, "must be > 0");
        }},
+      {"device", [&](const Node& v, const Path& p) { t.device = r.choice(v, p, {"auto", "cpu", "cuda"}); }},
       {"precision",
        [&](const Node& v, const Path& p) {
-         // fp16 needs loss scaling and a GPU; the CPU autocast of LibTorch 1.13 knows bf16 only.
-         t.precision = r.choice(v, p, {"fp32", "bf16"});
+         // fp16 is for CUDA (checked when the device is known); its gradients need loss scaling.
+         t.precision = r.choice(v, p, {"fp32", "bf16", "fp16"});
+       }},
+      {"loss_scale",
+       [&](const Node& v, const Path& p) { t.loss_scale = r.choice(v, p, {"auto", "dynamic", "none"}); }},
+      {"loss_scale_init",
+       [&](const Node& v, const Path& p) {
+         t.loss_scale_init = r.number(v, p);
+         r.require(t.loss_scale_init >= 1 && std::isfinite(t.loss_scale_init), v, p, "must be a finite number >= 1");
+       }},
+      {"loss_scale_growth_interval",
+       [&](const Node& v, const Path& p) {
+         t.loss_scale_growth_interval = r.integer(v, p);
+         r.require(t.loss_scale_growth_interval >= 1, v, p, "must be >= 1");
        }},
       {"channels_last", [&](const Node& v, const Path& p) { t.channels_last = r.boolean(v, p); }},
       {"optimizer",

@@ -38,8 +38,15 @@ struct TrainConfig {
   std::optional<double> target_accuracy;  // in [0, 1]; time_to_target_s is recorded when reached
   uint64_t seed = 42;
   int64_t eval_every = 0;        // evaluate every N steps (0 = at epoch ends and at the end only)
-  std::string precision = "fp32";  // fp32 | bf16 (autocast of forward and loss; float32 weights)
+  std::string device = "auto";     // auto | cpu | cuda (the node-local rank's GPU)
+  std::string precision = "fp32";  // fp32 | bf16 | fp16 (autocast of forward; float32 weights; fp16 on CUDA)
   bool channels_last = false;      // 4-D weights and inputs in channels_last (CNNs)
+  // auto: dynamic with fp16, none otherwise. dynamic: the loss is multiplied by a scale S before
+  // backward, gradients by 1/S while packed; a step whose averaged gradient is not finite is
+  // skipped and S halved; S doubles after loss_scale_growth_interval finite steps in a row.
+  std::string loss_scale = "auto";  // auto | dynamic | none
+  double loss_scale_init = 65536.0;
+  int64_t loss_scale_growth_interval = 2000;
 };
 
 struct BatchConfig {

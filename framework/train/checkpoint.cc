@@ -3,6 +3,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -39,6 +40,9 @@ nlohmann::json progress_json(const TrainProgress& p) {
           {"last_window_loss", p.last_window_loss},
           {"oom_events", p.oom_events},
           {"batch_max", p.batch_max},
+          {"loss_scale", p.loss_scale},
+          {"loss_scale_good_steps", p.loss_scale_good_steps},
+          {"skipped_steps", p.skipped_steps},
           {"model", p.model},
           {"optimizer", p.optimizer},
           {"policy", p.policy}};
@@ -87,6 +91,12 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     p.last_window_loss = j.at("last_window_loss");
     p.oom_events = integer_of<int64_t>(j.at("oom_events"), "oom_events");
     p.batch_max = int32_list_of(j.at("batch_max"), "batch_max");
+    // Loss-scaling state (absent in checkpoints written before it existed).
+    if (j.contains("loss_scale")) {
+      p.loss_scale = j.at("loss_scale");
+      p.loss_scale_good_steps = integer_of<int64_t>(j.at("loss_scale_good_steps"), "loss_scale_good_steps");
+      p.skipped_steps = integer_of<int64_t>(j.at("skipped_steps"), "skipped_steps");
+    }
     p.model = j.at("model");
     p.optimizer = j.at("optimizer");
     p.policy = j.at("policy");
@@ -98,8 +108,12 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     for (int32_t b : p.plan) {
       if (b < 1) throw Error("'plan' holds batch size " + std::to_string(b));
     }
-    if (p.step < 0 || p.epoch < 0 || p.cursor < 0 || p.windows < 0 || p.oom_events < 0) {
-      throw Error("negative step, epoch, cursor, windows or oom_events: " + j.dump());
+    if (p.step < 0 || p.epoch < 0 || p.cursor < 0 || p.windows < 0 || p.oom_events < 0 ||
+        p.loss_scale_good_steps < 0 || p.skipped_steps < 0) {
+      throw Error("negative step, epoch, cursor, windows, oom_events or loss-scale counters: " + j.dump());
+    }
+    if (!(p.loss_scale == 0 || (p.loss_scale >= 1 && std::isfinite(p.loss_scale)))) {
+      throw Error("'loss_scale' must be 0 (not in use) or a finite number >= 1: " + j.dump());
     }
     torch::Tensor t;
     ar.read("policy_state", t);
@@ -144,11 +158,13 @@ void check_layout(const torch::nn::Module& module, torch::serialize::InputArchiv
   }
 }
 
-torch::serialize::InputArchive open_archive(const std::string& payload, const std::string& origin) {
+// Tensors land on `device` (map_location): a checkpoint written on a GPU resumes on a CPU, and back.
+torch::serialize::InputArchive open_archive(const std::string& payload, const std::string& origin,
+                                            c10::optional<torch::Device> device = c10::nullopt) {
   torch::serialize::InputArchive ar;
   try {
     std::istringstream in(payload);
-    ar.load_from(in);
+    ar.load_from(in, device);
   } catch (const std::exception& e) {
     throw Error("checkpoint " + origin + ": payload is not a LibTorch archive: " + e.what());
   }
@@ -194,7 +210,10 @@ TrainProgress peek_checkpoint(const std::string& payload, const std::string& ori
 
 TrainProgress decode_checkpoint(const std::string& payload, torch::nn::Module& model,
                                 torch::optim::Optimizer& optimizer, const std::string& origin) {
-  auto ar = open_archive(payload, origin);
+  c10::optional<torch::Device> device;
+  const auto params = model.parameters();
+  if (!params.empty()) device = params.front().device();
+  auto ar = open_archive(payload, origin, device);
   TrainProgress p = read_progress(ar, origin);
   try {
     torch::serialize::InputArchive model_ar;

@@ -27,6 +27,9 @@ struct TrainProgress {
   double last_window_loss = 0;
   int64_t oom_events = 0;                // steps redone after a rank ran out of memory
   std::vector<int32_t> batch_max;        // per-rank batch limits (lowered by out-of-memory events)
+  double loss_scale = 0;                 // dynamic loss scaling: S (0 = not in use)
+  int64_t loss_scale_good_steps = 0;     // finite steps since S last changed
+  int64_t skipped_steps = 0;             // steps skipped for non-finite gradients
   std::string model, optimizer, policy;
   std::string policy_state;              // BatchPolicy::save_state()
   std::vector<std::string> rng_states;   // torch CPU generator state per rank

@@ -3,9 +3,11 @@
 
 #include <chrono>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 
 #include "framework/core/error.h"
+#include "framework/train/device.h"
 
 namespace dynamix {
 namespace {
@@ -46,6 +48,14 @@ GradBuckets::GradBuckets(const std::vector<torch::Tensor>& params, double bucket
       cap_(static_cast<size_t>(bucket_mb * 1024.0 * 1024.0)),
       comm_(comm),
       codec_(std::move(codec)) {
+  if (!params_.empty() && params_.front().is_cuda()) {
+    const torch::Device device = params_.front().device();
+    for (const auto& p : params_) {
+      DYNAMIX_CHECK(p.device() == device, "gradient buckets: parameters on " + device.str() + " and " +
+                                              p.device().str() + "; a replica must live on one device");
+    }
+    device_ = std::make_unique<DevicePacker>(device);
+  }
   // Reverse order: the last layers' gradients are ready first during backward.
   std::vector<size_t> order;
   for (size_t i = params_.size(); i-- > 0;) {
@@ -114,16 +124,35 @@ std::vector<std::vector<size_t>> GradBuckets::layout() const {
   return out;
 }
 
+bool GradBuckets::needs_staging(const Bucket& bucket) const {
+  if (!bucket.flat.is_cuda()) return false;
+  if (bucket.flat.scalar_type() == torch::kFloat32 && codec_) return !codec_->accepts_device_memory();
+  return comm_.backend() != "nccl";
+}
+
 void GradBuckets::allreduce_packed(Bucket& bucket, ReduceResult& out) {
   const auto count = static_cast<size_t>(bucket.flat.numel());
+  if (comm_.size() == 1 && comm_.backend() != "nccl") {  // one rank's sum is the buffer (loss scaling)
+    out.bytes += count * bucket.flat.element_size();
+    return;
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  if (bucket.flat.scalar_type() == torch::kFloat32 && codec_) {
-    codec_->allreduce_sum(bucket.flat.data_ptr<float>(), count, comm_, &out.codec);
+  const bool staged = needs_staging(bucket);
+  torch::Tensor& buffer = staged ? bucket.host : bucket.flat;
+  if (staged) {
+    if (!bucket.host.defined()) {
+      bucket.host = torch::empty(bucket.flat.sizes(), bucket.flat.options().device(torch::kCPU).pinned_memory(true));
+    }
+    bucket.host.copy_(bucket.flat);  // waits for the packing kernels queued before it
+  }
+  if (buffer.scalar_type() == torch::kFloat32 && codec_) {
+    codec_->allreduce_sum(buffer.data_ptr<float>(), count, comm_, &out.codec);
     out.wire_bytes += out.codec.bytes_sent;
   } else {
-    comm_.allreduce_sum(bucket.flat.data_ptr(), count, comm_dtype(bucket.flat.scalar_type()));
-    out.wire_bytes += count * bucket.flat.element_size();
+    comm_.allreduce_sum(buffer.data_ptr(), count, comm_dtype(buffer.scalar_type()));
+    out.wire_bytes += count * buffer.element_size();
   }
+  if (staged) bucket.flat.copy_(bucket.host);
   out.comm_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.bytes += count * bucket.flat.element_size();
 }
@@ -143,12 +172,22 @@ std::vector<kernels::Segment<T>> GradBuckets::grad_segments(Bucket& bucket) {
 
 template <typename T>
 double GradBuckets::unpack_bucket(Bucket& bucket) {
+  if (device_) {
+    device_->unpack<T>(index_of(bucket), bucket.flat.data_ptr<T>(), grad_segments<T>(bucket));
+    return 0;  // accumulated on the device; read by device_->norms()
+  }
   return kernels::unpack<T>(bucket.flat.data_ptr<T>(), grad_segments<T>(bucket));
 }
 
 template <typename T>
 void GradBuckets::reduce_bucket(Bucket& bucket, double weight, ReduceResult& out) {
   const auto segs = grad_segments<T>(bucket);
+  if (device_) {
+    device_->pack<T>(index_of(bucket), segs, static_cast<T>(weight), bucket.flat.data_ptr<T>());
+    allreduce_packed(bucket, out);
+    device_->unpack<T>(index_of(bucket), bucket.flat.data_ptr<T>(), segs);
+    return;
+  }
   out.local_sq_norm += kernels::pack_scale<T>(segs, static_cast<T>(weight), bucket.flat.data_ptr<T>());
   allreduce_packed(bucket, out);
   out.global_sq_norm += kernels::unpack<T>(bucket.flat.data_ptr<T>(), segs);
@@ -157,6 +196,7 @@ void GradBuckets::reduce_bucket(Bucket& bucket, double weight, ReduceResult& out
 ReduceResult GradBuckets::reduce(double weight) {
   DYNAMIX_CHECK(!armed_, "gradient buckets: reduce() during an overlapped step");
   ReduceResult out;
+  if (device_) device_->begin();
   for (auto& b : buckets_) {
     if (b.flat.scalar_type() == torch::kFloat64) {
       reduce_bucket<double>(b, weight, out);
@@ -164,6 +204,7 @@ ReduceResult GradBuckets::reduce(double weight) {
       reduce_bucket<float>(b, weight, out);
     }
   }
+  if (device_) std::tie(out.local_sq_norm, out.global_sq_norm) = device_->norms();
   return out;
 }
 
@@ -191,6 +232,10 @@ void GradBuckets::begin(double weight) {
   local_sq_ = 0;
   std::fill(packed_.begin(), packed_.end(), 0);
   for (auto& b : buckets_) b.pending = b.members.size();
+  if (device_) {
+    device_->begin();
+    comm_.set_deferred_join(true);  // backward goes on while buckets are reduced
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ready_.assign(buckets_.size(), 0);
@@ -207,9 +252,19 @@ void GradBuckets::pack_one(size_t index, const torch::Tensor& grad) {
   const auto& p = params_[index];
   const size_t n = static_cast<size_t>(p.numel());
   const torch::Tensor g = grad.defined() ? in_param_layout(grad, p) : torch::Tensor();
-  local_sq_ += b.flat.scalar_type() == torch::kFloat64
-                   ? pack_segment<double>(g, n, b.offsets[s.member], weight_, b.flat)
-                   : pack_segment<float>(g, n, b.offsets[s.member], weight_, b.flat);
+  const size_t offset = b.offsets[s.member];
+  if (device_) {
+    if (g.defined()) {
+      const int64_t at = b.flat.storage_offset() + static_cast<int64_t>(offset);
+      device_->pack_one(g, weight_, b.flat.as_strided(g.sizes(), g.strides(), at));
+    } else {
+      b.flat.narrow(0, static_cast<int64_t>(offset), static_cast<int64_t>(n)).zero_();
+    }
+  } else {
+    local_sq_ += b.flat.scalar_type() == torch::kFloat64
+                     ? pack_segment<double>(g, n, offset, weight_, b.flat)
+                     : pack_segment<float>(g, n, offset, weight_, b.flat);
+  }
   packed_[index] = 1;
   if (--b.pending == 0) mark_ready(s.bucket);
 }
@@ -233,6 +288,7 @@ void GradBuckets::mark_ready(size_t bucket) {
 }
 
 void GradBuckets::comm_loop() {
+  if (device_) make_device_current(params_.front().device());
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || (next_ < ready_.size() && ready_[next_]); });
@@ -274,6 +330,11 @@ ReduceResult GradBuckets::finish(bool apply) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return next_ == ready_.size(); });
+    if (device_) {
+      // Later work on the compute stream (unpack, optimizer) after every bucket's collective.
+      comm_.set_deferred_join(false);
+      if (!comm_error_) comm_.join_device_collectives();
+    }
     if (comm_error_) std::rethrow_exception(comm_error_);
     out = comm_result_;
   }
@@ -284,6 +345,7 @@ ReduceResult GradBuckets::finish(bool apply) {
           b.flat.scalar_type() == torch::kFloat64 ? unpack_bucket<double>(b) : unpack_bucket<float>(b);
     }
   }
+  if (device_) std::tie(out.local_sq_norm, out.global_sq_norm) = device_->norms();
   if (!rebuilt_) rebuild_from_arrival_order();
   return out;
 }
@@ -313,6 +375,7 @@ void GradBuckets::rebuild_from_arrival_order() {
   }
   std::lock_guard<std::mutex> lock(mu_);  // the comm thread reads buckets_ and ready_
   build(layout_order, std::min(cap_, kFirstBucketBytes));
+  if (device_) device_->clear_layouts();
   ready_.assign(buckets_.size(), 0);
   next_ = buckets_.size();
   arrival_.clear();

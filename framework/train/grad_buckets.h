@@ -9,6 +9,10 @@
 //    order on every rank, so communication hides under the rest of backward. After the first
 //    step the buckets are rebuilt in the order gradients actually arrived (rank 0's order,
 //    broadcast), with a small first bucket so the first allreduce starts early.
+//
+// Parameters on a CUDA device get their buckets on that device, packed and unpacked by the CUDA
+// kernels (one launch per bucket). The NCCL backend reduces them in place; the MPI backend (and
+// codecs that work on host memory) get them through a pinned host copy.
 #pragma once
 
 #include <torch/torch.h>
@@ -22,6 +26,7 @@
 
 #include "framework/comm/communicator.h"
 #include "framework/comm/compression/codec.h"
+#include "framework/train/device_pack.h"
 #include "kernels/bucket_pack.h"
 
 namespace dynamix {
@@ -74,7 +79,8 @@ class GradBuckets {
 
  private:
   struct Bucket {
-    torch::Tensor flat;           // contiguous buffer, dtype of its parameters
+    torch::Tensor flat;           // contiguous buffer, dtype and device of its parameters
+    torch::Tensor host;           // pinned host copy of a device bucket (MPI, host codecs)
     std::vector<size_t> members;  // parameter indices
     std::vector<size_t> offsets;  // element offset of each member
     size_t pending = 0;           // members not packed yet in this step (overlap)
@@ -90,6 +96,9 @@ class GradBuckets {
   void reduce_bucket(Bucket& bucket, double weight, ReduceResult& out);
   // Collectives of one packed bucket (codec or dense); adds to comm_s, bytes, wire_bytes, codec.
   void allreduce_packed(Bucket& bucket, ReduceResult& out);
+  // Whether a device bucket must go through its pinned host copy.
+  bool needs_staging(const Bucket& bucket) const;
+  size_t index_of(const Bucket& bucket) const { return static_cast<size_t>(&bucket - buckets_.data()); }
   // The bucket's members' .grad as segments (zeros created where a gradient is missing).
   template <typename T>
   std::vector<kernels::Segment<T>> grad_segments(Bucket& bucket);
@@ -106,6 +115,7 @@ class GradBuckets {
   size_t cap_ = 0;
   Communicator& comm_;
   std::unique_ptr<GradientCodec> codec_;
+  std::unique_ptr<DevicePacker> device_;  // parameters on a CUDA device
   std::vector<Bucket> buckets_;
   std::vector<Slot> slot_of_;  // per parameter index (bucket == SIZE_MAX: no gradient)
 

@@ -53,10 +53,11 @@ void set_autocast_dtype(torch::DeviceType d, at::ScalarType t) {
 
 AutocastScope::AutocastScope(const std::string& precision, torch::DeviceType device) : device_(device) {
   if (precision == "fp32") return;
-  DYNAMIX_CHECK(precision == "bf16", "train.precision: unknown precision '" + precision + "'");
+  DYNAMIX_CHECK(precision == "bf16" || precision == "fp16", "train.precision: unknown precision '" + precision + "'");
+  DYNAMIX_CHECK(precision == "bf16" || device == torch::kCUDA, "train.precision: fp16 autocast needs a CUDA device");
   previous_enabled_ = autocast_enabled(device_);
   previous_dtype_ = autocast_dtype(device_);
-  set_autocast_dtype(device_, at::kBFloat16);
+  set_autocast_dtype(device_, precision == "fp16" ? at::kHalf : at::kBFloat16);
   set_autocast_enabled(device_, true);
   at::autocast::increment_nesting();
   active_ = true;
@@ -85,9 +86,10 @@ torch::Tensor channels_last_input(const torch::Tensor& input) {
 }
 
 torch::Tensor forward_logits(Model& model, const torch::Tensor& inputs, const TrainConfig& train) {
-  AutocastScope autocast(train.precision, torch::kCPU);
+  AutocastScope autocast(train.precision, inputs.device().type());
   auto logits = model.forward(train.channels_last ? channels_last_input(inputs) : inputs);
-  return logits.scalar_type() == torch::kBFloat16 ? logits.to(torch::kFloat32) : logits;
+  const bool half = logits.scalar_type() == torch::kBFloat16 || logits.scalar_type() == torch::kHalf;
+  return half ? logits.to(torch::kFloat32) : logits;
 }
 
 }  // namespace dynamix

@@ -1,5 +1,6 @@
-// DYNAMIX — numeric precision and memory layout of a training step: autocast to bfloat16 around
-// forward and the loss (parameters, gradients, buckets and optimizer stay float32), and
+// DYNAMIX — numeric precision and memory layout of a training step: autocast to bfloat16 or
+// float16 (CUDA) around forward (parameters, gradients, buckets and optimizer stay float32;
+// float16 needs loss scaling, see loss_scaler.h), and
 // channels_last for 4-D weights and inputs (CNNs; faster convolutions on GPUs and oneDNN).
 #pragma once
 
@@ -13,7 +14,7 @@
 namespace dynamix {
 
 // While alive, eligible ops (matmuls, convolutions) on `device`'s type run in `precision`
-// ("bf16"); "fp32" does nothing. Restores the previous autocast state and clears its cast cache.
+// ("bf16", or "fp16" on CUDA); "fp32" does nothing. Restores the previous autocast state and clears its cast cache.
 class AutocastScope {
  public:
   AutocastScope(const std::string& precision, torch::DeviceType device);
@@ -34,7 +35,8 @@ void to_channels_last(torch::nn::Module& module);
 // A 4-D input in channels_last; anything else unchanged.
 torch::Tensor channels_last_input(const torch::Tensor& input);
 
-// The model's forward as `train` configures it (input layout, autocast); bf16 logits come back
+// The model's forward as `train` configures it (input layout, autocast on the inputs' device);
+// bf16/fp16 logits come back
 // as float32 so that the loss is computed in float32.
 torch::Tensor forward_logits(Model& model, const torch::Tensor& inputs, const TrainConfig& train);
 

@@ -13,6 +13,7 @@
 #include "framework/core/error.h"
 #include "framework/core/mpi_runtime.h"
 #include "framework/train/checkpoint_file.h"
+#include "framework/train/device.h"
 #include "framework/train/memory_cap.h"
 #include "framework/train/policy_factory.h"
 #include "framework/train/precision.h"
@@ -79,9 +80,12 @@ void Trainer::log(const std::string& line) const {
 
 void Trainer::setup() {
   validate_for_world(config_, world_);
-  if (config_.backend == "nccl") {
-    throw Error("backend: 'nccl' is not available in this build (CPU LibTorch); use 'mpi' or 'auto'");
+  const Placement placement = resolve_placement(config_, options_.local_rank, options_.local_size);
+  device_ = placement.device;
+  if (config_.backend == "nccl" && comm_.backend() != "nccl") {
+    throw Error("backend: nccl, but the trainer was given a " + comm_.backend() + " communicator");
   }
+  make_device_current(device_);
   const std::string ckpt = RunOutputs::checkpoint_path_in(config_.output.dir);
   if (options_.resume && !std::filesystem::exists(ckpt)) {
     throw Error("--resume: no checkpoint at " + ckpt);
@@ -96,18 +100,24 @@ void Trainer::setup() {
   // not the host-side dataset loaded above.
   const auto& mem = config_.hetero.memory_mb;
   const double mem_mb = mem.empty() ? 0.0 : mem.size() == 1 ? mem[0] : mem[static_cast<size_t>(rank_)];
-  if (mem_mb > 0) install_cpu_memory_cap(static_cast<size_t>(mem_mb * 1048576.0));
+  if (mem_mb > 0) install_cpu_memory_cap(static_cast<size_t>(mem_mb * 1048576.0));  // CPU runs only
   torch::manual_seed(config_.train.seed);  // identical initial weights on every rank
   ModelSpec spec;
   spec.input_shape = data_.train->sample_shape();
   spec.num_classes = data_.train->num_classes();
   spec.task = data_.train->task();
   spec.input_cardinality = data_.train->input_cardinality();
-  model_ = make_model(config_.model, spec);
+  model_ = make_model(config_.model, spec);  // initialized on the CPU: the same weights everywhere
+  if (device_.is_cuda()) model_->to(device_);
   if (options_.float64) model_->to(torch::kFloat64);
   if (config_.train.channels_last) to_channels_last(*model_);
 
   const auto& t = config_.train;
+  LossScaleOptions scaling;
+  scaling.enabled = t.loss_scale == "dynamic" || (t.loss_scale == "auto" && t.precision == "fp16");
+  scaling.init = t.loss_scale_init;
+  scaling.growth_interval = t.loss_scale_growth_interval;
+  scaler_ = LossScaler(scaling);
   optimizer_ = make_optimizer(t, model_->parameters());
   std::unique_ptr<GradientCodec> codec;
   if (config_.comm.compression != "none") {
@@ -119,7 +129,7 @@ void Trainer::setup() {
   }
   buckets_ = std::make_unique<GradBuckets>(model_->parameters(), config_.comm.bucket_mb, comm_, std::move(codec));
   sampler_ = std::make_unique<VariableBatchSampler>(data_.train->size(), t.seed);
-  prefetcher_ = std::make_unique<BatchPrefetcher>(data_.train);
+  prefetcher_ = std::make_unique<BatchPrefetcher>(data_.train, /*pin_memory=*/device_.is_cuda());
   hetero_ = std::make_unique<HeteroEmulator>(config_.hetero, rank_, world_);
   if (config_.comm.overlap && world_ > 1) {
     if (mpi_allows_comm_thread()) {
@@ -134,9 +144,11 @@ void Trainer::setup() {
           "reduced after backward");
     }
   }
-  // Each rank watches its own process; no GPU in the CPU build.
+  // Each rank watches its own process and its GPU (NVML's index; equal to CUDA's unless
+  // CUDA_VISIBLE_DEVICES reorders them).
   if (config_.monitor.enabled) {
-    monitor_ = Monitor::create(config_.monitor.ebpf, {static_cast<int>(::getpid())}, -1);
+    monitor_ = Monitor::create(config_.monitor.ebpf, {static_cast<int>(::getpid())},
+                               device_.is_cuda() ? static_cast<int>(device_.index()) : -1);
   }
 
   plan_ = initial_batches(config_, world_);
@@ -202,6 +214,9 @@ void Trainer::prepare() {
     if (rank_ == 0 && policy_ && !progress_.policy_state.empty() && progress_.policy == policy_->name()) {
       policy_->load_state(progress_.policy_state);
     }
+    if (scaler_.enabled() && progress_.loss_scale > 0) {
+      scaler_.restore(progress_.loss_scale, progress_.loss_scale_good_steps, progress_.skipped_steps);
+    }
     elapsed_offset_ = progress_.elapsed_s;
     last_eval_step_ = progress_.step;
     hetero_->on_step(progress_.step);
@@ -209,17 +224,9 @@ void Trainer::prepare() {
   } else {
     // Replicas start identical: rank 0's parameters and buffers are broadcast.
     torch::NoGradGuard no_grad;
-    for (auto& p : model_->parameters()) {
-      auto t = p.contiguous();
-      comm_.broadcast(t.data_ptr(), static_cast<size_t>(t.numel()),
-                      p.scalar_type() == torch::kFloat64 ? DType::kFloat64 : DType::kFloat32, 0);
-      if (!p.is_contiguous()) p.copy_(t);
-    }
+    for (auto& p : model_->parameters()) broadcast_tensor(p);
     for (auto& b : model_->buffers()) {
-      if (!b.is_floating_point()) continue;
-      auto t = b.contiguous();
-      comm_.broadcast(t.data_ptr(), static_cast<size_t>(t.nbytes()), DType::kUInt8, 0);
-      if (!b.is_contiguous()) b.copy_(t);
+      if (b.is_floating_point()) broadcast_tensor(b);
     }
     torch::manual_seed(config_.train.seed + 1000003ULL * static_cast<uint64_t>(rank_) + 1);
   }
@@ -228,6 +235,14 @@ void Trainer::prepare() {
     outputs_->write_file("config.yaml", config_.source);
   }
   start_ = Clock::now();
+}
+
+void Trainer::broadcast_tensor(torch::Tensor& t) {
+  // Bytes: any dtype, and the layout (e.g. channels_last) travels as it is in memory.
+  const bool host_copy = t.is_cuda() && comm_.backend() != "nccl";
+  torch::Tensor buf = host_copy ? t.to(torch::kCPU).contiguous() : t.contiguous();
+  comm_.broadcast(buf.data_ptr(), static_cast<size_t>(buf.nbytes()), DType::kUInt8, 0);
+  if (host_copy || !t.is_contiguous()) t.copy_(buf);
 }
 
 double Trainer::elapsed() const { return elapsed_offset_ + seconds_since(start_); }
@@ -307,15 +322,25 @@ bool Trainer::step() {
   if (options_.float64 && n > 0 && oom_what.empty() && batch.inputs.is_floating_point()) {
     batch.inputs = batch.inputs.to(torch::kFloat64);
   }
+  if (device_.is_cuda() && n > 0 && oom_what.empty()) {
+    try {
+      batch.inputs = batch.inputs.to(device_, /*non_blocking=*/true);  // from pinned memory
+      batch.targets = batch.targets.to(device_, /*non_blocking=*/true);
+    } catch (const c10::OutOfMemoryError& e) {
+      oom_what = e.what_without_backtrace();
+    }
+  }
   mine.data_s = seconds_since(t0);
   progress_.epoch = last_assignment_.epoch;
   progress_.cursor = last_assignment_.start + last_assignment_.total();
 
   // Forward/backward on the local mean loss, with the next batch loading alongside. With
   // overlap on, backward's hooks pack each gradient (scaled by b_i / B) and full buckets are
-  // reduced by the comm thread while backward goes on.
+  // reduced by the comm thread while backward goes on. Under loss scaling backward runs on
+  // loss x S and the packing weight carries 1/S, so the buckets hold unscaled gradients.
   prefetch_next(progress_.step + 1);
-  const double weight = static_cast<double>(n) / static_cast<double>(last_assignment_.total());
+  const double loss_scale = scaler_.scale();
+  const double weight = static_cast<double>(n) / static_cast<double>(last_assignment_.total()) / loss_scale;
   const bool overlapped = buckets_->overlapped();
   t0 = Clock::now();
   model_->train();
@@ -328,7 +353,11 @@ bool Trainer::step() {
     try {
       // Autocast covers forward only; the loss and backward run outside it, as LibTorch advises.
       const auto loss = loss_of(forward_logits(*model_, batch.inputs, config_.train), batch.targets);
-      loss.backward();
+      if (scaler_.enabled()) {
+        (loss * loss_scale).backward();
+      } else {
+        loss.backward();
+      }
       mine.loss_sum = loss.item<double>() * static_cast<double>(n);
     } catch (const c10::OutOfMemoryError& e) {
       oom_what = e.what_without_backtrace();  // the graph and the batch go with the stack
@@ -357,24 +386,33 @@ bool Trainer::step() {
     return false;
   }
 
-  // Weighted average: scale by b_i / B while packing, SUM allreduce, unpack.
-  if (world_ > 1) {
+  // Weighted average: scale by b_i / B while packing, SUM allreduce, unpack. One rank under loss
+  // scaling goes through the buckets too (no collective): they unscale and measure the gradient.
+  if (world_ > 1 || scaler_.enabled()) {
     if (!overlapped) {
       red = buckets_->reduce(weight);
       HeteroEmulator::sleep_seconds(hetero_->comm_delay(red.wire_bytes, red.comm_s));
     }
     mine.allreduce_s = seconds_since(t0);
-    // |g_i|^2 is of the unscaled local gradient; the packer saw it before scaling.
-    mine.local_sq_norm = red.local_sq_norm;
-    last_global_sq_norm_ = red.global_sq_norm;
     last_reduce_ = red;
   }
 
-  // Optimizer step at the learning rate of the planned global batch.
+  // Loss scaling: every rank computed the same global norm from the same reduced buckets, so all
+  // skip the same steps. Then the optimizer step at the learning rate of the planned global batch.
+  const bool finite = std::isfinite(red.global_sq_norm);
+  last_applied_ = scaler_.update(finite);
+  if (finite) {
+    // |g_i|^2 of the local mean gradient: the packer saw it before scaling, i.e. times S^2.
+    mine.local_sq_norm = red.local_sq_norm / (loss_scale * loss_scale);
+    last_global_sq_norm_ = red.global_sq_norm;
+  }
   t0 = Clock::now();
   const double lr = current_lr();
-  for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
-  optimizer_->step();
+  if (last_applied_) {
+    for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
+    optimizer_->step();
+  }
+  synchronize_device(device_);  // GPU: the step's kernels are done before it is timed
   mine.optimizer_s = seconds_since(t0);
 
   // One small collective gives every rank every rank's times, the loss and the stop votes.
@@ -382,13 +420,13 @@ bool Trainer::step() {
   if (world_ > 1) comm_.allreduce_sum(buf.data(), buf.size(), DType::kFloat64);
   const StepExchange ex = StepExchange::unpack(buf, world_);
   window_.add(ex, rank_, plan_[static_cast<size_t>(rank_)]);
-  if (rank_ == 0 && world_ > 1) {
+  if (rank_ == 0 && world_ > 1 && last_applied_) {
     std::vector<double> sq;
     for (const auto& l : ex.ranks) sq.push_back(l.local_sq_norm);
     noise_.add(last_assignment_.counts, sq, static_cast<double>(last_assignment_.total()), last_global_sq_norm_);
   }
   window_losses_.push_back(ex.loss);
-  window_grad_norms_.push_back(std::sqrt(std::max(0.0, last_global_sq_norm_)));
+  if (last_applied_) window_grad_norms_.push_back(std::sqrt(std::max(0.0, last_global_sq_norm_)));
 
   ++progress_.step;
   progress_.samples_seen += ex.samples;
@@ -402,6 +440,7 @@ bool Trainer::step() {
                                 {"wire_bytes", last_reduce_.wire_bytes},
                                 {"overlap", overlapped},
                                 {"busy_s", last_reduce_.comm_s}};
+
     if (config_.comm.compression != "none") {
       const CodecStats& c = last_reduce_.codec;
       comm_line["codec"] = config_.comm.compression;
@@ -429,7 +468,9 @@ bool Trainer::step() {
                        {"data_time", data},
                        {"throughput", step_time > 0 ? ex.samples / step_time : 0.0},
                        {"monitor_source", monitor_source()},
-                       {"comm", comm_line}});
+                       {"comm", comm_line},
+                       {"loss_scale", loss_scale},
+                       {"skipped", !last_applied_}});
   }
   stop_agreed_ = ex.stop;
   return true;

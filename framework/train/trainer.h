@@ -20,6 +20,7 @@
 #include "framework/train/checkpoint.h"
 #include "framework/train/grad_buckets.h"
 #include "framework/train/hetero_emulator.h"
+#include "framework/train/loss_scaler.h"
 #include "framework/train/lr_schedule.h"
 #include "framework/train/run_outputs.h"
 #include "framework/train/sampler.h"
@@ -38,6 +39,8 @@ struct TrainOptions {
   bool float64 = false;    // train in double precision (exactness tests)
   bool quiet = false;      // no progress lines
   bool write_outputs = true;
+  int local_rank = 0;      // this rank's place among its node's ranks (device = local_rank % GPUs)
+  int local_size = 1;
 };
 
 class Trainer {
@@ -66,6 +69,10 @@ class Trainer {
   const VariableBatchSampler& sampler() const { return *sampler_; }
   const TrainProgress& progress() const { return progress_; }
   Model& model() { return *model_; }
+  const torch::Device& device() const { return device_; }
+  const LossScaler& loss_scaler() const { return scaler_; }
+  // Whether the last step's gradients were applied (false: not finite under loss scaling).
+  bool last_step_applied() const { return last_applied_; }
   const Dataset& train_set() const { return *data_.train; }
   double current_lr() const;
   std::string monitor_source() const;  // "ebpf" | "procfs" | "none"
@@ -92,6 +99,9 @@ class Trainer {
   std::string run_summary_line() const;
   void write_summary();
   void log(const std::string& line) const;
+  // Broadcasts rank 0's values of a parameter or buffer (device tensors through a host copy
+  // unless the backend takes device memory).
+  void broadcast_tensor(torch::Tensor& t);
 
   Config config_;
   Communicator& comm_;
@@ -99,6 +109,9 @@ class Trainer {
   int rank_ = 0;
   int world_ = 1;
 
+  torch::Device device_{torch::kCPU};
+  LossScaler scaler_;
+  bool last_applied_ = true;
   DatasetSplits data_;
   ModelPtr model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;

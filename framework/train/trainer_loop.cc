@@ -64,6 +64,10 @@ std::pair<double, double> Trainer::evaluate() {
     std::iota(idx.begin(), idx.end(), s);
     Batch b = data_.test->get(idx, config_.train.seed);
     if (options_.float64 && b.inputs.is_floating_point()) b.inputs = b.inputs.to(torch::kFloat64);
+    if (device_.is_cuda()) {
+      b.inputs = b.inputs.to(device_);
+      b.targets = b.targets.to(device_);
+    }
     const auto logits = forward_logits(*model_, b.inputs, config_.train);
     const int64_t classes = logits.size(-1);
     const auto flat_logits = logits.reshape({-1, classes});
@@ -281,6 +285,9 @@ void Trainer::save_checkpoint() {
   progress_.elapsed_s = elapsed();
   progress_.plan = plan_;
   progress_.batch_max = bounds_.max;
+  progress_.loss_scale = scaler_.enabled() ? scaler_.scale() : 0.0;
+  progress_.loss_scale_good_steps = scaler_.good_steps();
+  progress_.skipped_steps = scaler_.skipped_steps();
   progress_.policy_state = policy_ ? policy_->save_state() : "";
   write_checkpoint_file(outputs_->checkpoint_path(), encode_checkpoint(*model_, *optimizer_, progress_));
 }

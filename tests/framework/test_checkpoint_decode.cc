@@ -76,6 +76,38 @@ TEST(CheckpointDecode, RoundTrip) {
   EXPECT_EQ(peek_checkpoint(payload, "ckpt.pt").cursor, 40);
 }
 
+TEST(CheckpointDecode, LossScaleStateRoundTripsAndIsChecked) {
+  torch::nn::Linear saved(3, 2), loaded(3, 2);
+  TrainProgress p = two_rank_progress();
+  p.loss_scale = 4096;
+  p.loss_scale_good_steps = 17;
+  p.skipped_steps = 3;
+  torch::optim::SGD opt(loaded->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  const TrainProgress q = decode_checkpoint(payload_of(saved, p), *loaded, opt, "ckpt.pt");
+  EXPECT_EQ(q.loss_scale, 4096);
+  EXPECT_EQ(q.loss_scale_good_steps, 17);
+  EXPECT_EQ(q.skipped_steps, 3);
+
+  // Checkpoints written before loss scaling existed have none of the three fields (see
+  // IntegerFieldsMustBeIntegers); present, they must make sense.
+  torch::nn::Linear model(3, 2);
+  auto error_for = [&](const std::string& scale, const std::string& good) {
+    return decode_error(payload_with_meta(
+                            R"({"step": 5, "epoch": 0, "cursor": 0, "plan": [4], "world_size": 1, "elapsed_s": 0,
+         "samples_seen": 0, "wait_fraction_sum": 0, "last_test_accuracy": -1, "best_test_accuracy": -1,
+         "time_to_target_s": -1, "windows": 0, "last_window_loss": 0, "oom_events": 0, "batch_max": [],
+         "model": "linear", "optimizer": "sgd", "policy": "static", "loss_scale": )" +
+                            scale + R"(, "loss_scale_good_steps": )" + good + R"(, "skipped_steps": 0})"),
+                        model);
+  };
+  EXPECT_EQ(error_for("65536", "2"), "<no error>");
+  EXPECT_EQ(error_for("0", "0"), "<no error>");
+  EXPECT_NE(error_for("0.5", "0").find("'loss_scale' must be 0 (not in use) or a finite number >= 1"),
+            std::string::npos);
+  EXPECT_NE(error_for("65536", "-2").find("loss-scale counters"), std::string::npos);
+  EXPECT_NE(error_for("\"big\"", "0").find("progress record unreadable"), std::string::npos);
+}
+
 TEST(CheckpointDecode, OtherModelShapeIsRejected) {
   // LibTorch's reader replaced the parameter with the stored 3x3 tensor and reported nothing.
   torch::nn::Linear other(3, 3), model(3, 2);

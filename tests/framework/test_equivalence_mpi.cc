@@ -23,13 +23,22 @@ output: {dir: unused}
 double max_diff(Model& a, Model& b) {
   double worst = 0;
   auto pa = a.parameters(), pb = b.parameters();
-  for (size_t i = 0; i < pa.size(); ++i) worst = std::max(worst, (pa[i] - pb[i]).abs().max().item<double>());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    worst = std::max(worst, (pa[i].cpu() - pb[i].cpu()).abs().max().item<double>());
+  }
   return worst;
+}
+
+// Empty when LibTorch sees a CUDA device; otherwise why not.
+std::string why_no_cuda() {
+  if (torch::cuda::is_available()) return {};
+  return at::hasCUDA() ? "no CUDA device visible to LibTorch" : "this LibTorch is built without CUDA";
 }
 
 struct Variant {
   bool overlap;
   bool channels_last;
+  bool cuda = false;  // every rank on the node's GPU(s), MPI backend: buckets staged through pinned memory
 };
 
 class WeightedAveraging : public ::testing::TestWithParam<Variant> {};
@@ -37,7 +46,8 @@ class WeightedAveraging : public ::testing::TestWithParam<Variant> {};
 TEST_P(WeightedAveraging, UnequalBatchesEqualOneProcessOnTheUnion) {
   MpiCommunicator comm;
   ASSERT_EQ(comm.size(), 4) << "run with mpirun -np 4";
-  const auto [overlap, channels_last] = GetParam();
+  const auto [overlap, channels_last, cuda] = GetParam();
+  if (cuda && !why_no_cuda().empty()) GTEST_SKIP() << "CUDA variant needs a GPU: " << why_no_cuda();
   if (overlap) ASSERT_TRUE(mpi_allows_comm_thread()) << "the overlapped path would not be taken";
   TrainOptions opts;
   opts.float64 = true;
@@ -45,10 +55,13 @@ TEST_P(WeightedAveraging, UnequalBatchesEqualOneProcessOnTheUnion) {
   opts.quiet = true;
   const auto flag = [](bool on) { return on ? std::string("true") : std::string("false"); };
   Trainer trainer(parse_config(kConfig, "test",
-                               {"comm.overlap=" + flag(overlap), "train.channels_last=" + flag(channels_last)}),
+                               {"comm.overlap=" + flag(overlap), "train.channels_last=" + flag(channels_last),
+                                "train.device=" + std::string(cuda ? "cuda" : "cpu")}),
                   comm, opts);
   trainer.setup();
   trainer.prepare();
+  const torch::Device device = trainer.device();
+  ASSERT_EQ(device.is_cuda(), cuda);
   if (channels_last) {
     const auto w = trainer.model().parameters()[2];  // the second convolution (16 input channels)
     ASSERT_EQ(w.dim(), 4);
@@ -58,6 +71,7 @@ TEST_P(WeightedAveraging, UnequalBatchesEqualOneProcessOnTheUnion) {
   // The reference: one process, same initial weights, the union of all ranks' samples.
   const Dataset& data = trainer.train_set();
   ModelPtr ref = make_model("cnn", ModelSpec{data.sample_shape(), data.num_classes(), "classify"});
+  ref->to(device);
   ref->to(torch::kFloat64);
   {
     torch::NoGradGuard g;
@@ -77,7 +91,8 @@ TEST_P(WeightedAveraging, UnequalBatchesEqualOneProcessOnTheUnion) {
     ASSERT_EQ(static_cast<int64_t>(all.size()), a.total());
     Batch b = data.get(all, trainer.data_seed(a.epoch));
     ref_opt.zero_grad();
-    auto loss = torch::nn::functional::cross_entropy(ref->forward(b.inputs.to(torch::kFloat64)), b.targets);
+    auto loss = torch::nn::functional::cross_entropy(ref->forward(b.inputs.to(device).to(torch::kFloat64)),
+                                                     b.targets.to(device));
     loss.backward();
     for (auto& g : ref_opt.param_groups()) g.options().set_lr(lr);
     ref_opt.step();
@@ -104,10 +119,13 @@ TEST_P(WeightedAveraging, UnequalBatchesEqualOneProcessOnTheUnion) {
 
 // The reference model stays contiguous: channels_last must not change the step.
 INSTANTIATE_TEST_SUITE_P(Paths, WeightedAveraging,
-                         ::testing::Values(Variant{true, false}, Variant{false, false}, Variant{true, true}),
+                         ::testing::Values(Variant{true, false}, Variant{false, false}, Variant{true, true},
+                                           Variant{true, false, true}, Variant{false, false, true},
+                                           Variant{true, true, true}),
                          [](const auto& info) {
                            return std::string(info.param.overlap ? "DuringBackward" : "AfterBackward") +
-                                  (info.param.channels_last ? "ChannelsLast" : "");
+                                  (info.param.channels_last ? "ChannelsLast" : "") +
+                                  (info.param.cuda ? "OnCuda" : "");
                          });
 
 TEST(Bf16Autocast, TrainsWithIdenticalFloat32Replicas) {
@@ -123,6 +141,30 @@ TEST(Bf16Autocast, TrainsWithIdenticalFloat32Replicas) {
   for (auto& p : trainer.model().parameters()) {
     ASSERT_EQ(p.scalar_type(), torch::kFloat32);
     auto mine = p.detach().contiguous().clone();
+    auto root = mine.clone();
+    comm.broadcast(root.data_ptr(), static_cast<size_t>(root.numel()), DType::kFloat32, 0);
+    EXPECT_TRUE(torch::equal(mine, root));
+    EXPECT_TRUE(torch::isfinite(mine).all().item<bool>());
+  }
+}
+
+TEST(Fp16AutocastOnCuda, LossScalingTrainsIdenticalFloat32Replicas) {
+  if (!why_no_cuda().empty()) GTEST_SKIP() << "fp16 autocast needs a GPU: " << why_no_cuda();
+  MpiCommunicator comm;
+  TrainOptions opts;
+  opts.write_outputs = false;
+  opts.quiet = true;
+  Trainer trainer(parse_config(kConfig, "test",
+                               {"train.device=cuda", "train.precision=fp16", "batch.init=[16, 16, 16, 16]"}),
+                  comm, opts);
+  trainer.setup();
+  trainer.prepare();
+  ASSERT_TRUE(trainer.loss_scaler().enabled()) << "fp16 turns dynamic loss scaling on (train.loss_scale: auto)";
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(trainer.step());
+  EXPECT_LT(trainer.loss_scaler().skipped_steps(), 8);
+  for (auto& p : trainer.model().parameters()) {
+    ASSERT_EQ(p.scalar_type(), torch::kFloat32);
+    auto mine = p.detach().cpu().contiguous().clone();
     auto root = mine.clone();
     comm.broadcast(root.data_ptr(), static_cast<size_t>(root.numel()), DType::kFloat32, 0);
     EXPECT_TRUE(torch::equal(mine, root));

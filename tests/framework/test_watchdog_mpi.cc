@@ -88,5 +88,49 @@ TEST(Watchdog, NamesTheRankThatDoesNotJoinACollective) {
   EXPECT_EQ(d.calls.load(), 1);
 }
 
+TEST(Watchdog, ATransportErrorOnOneRankEndsTheJobEverywhereAndAbortsTheTransport) {
+  // NCCL collectives return before they finish; their failures surface as asynchronous errors
+  // that the watchdog polls (NcclCommunicator::check_async_error). Here rank 2's poll reports one.
+  MpiCommunicator mpi;
+  ASSERT_EQ(mpi.size(), 3) << "run with mpirun -np 3";
+  WatchdogOptions o;
+  o.collective_timeout_s = 30;
+  o.heartbeat_timeout_s = 30;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<int> polls{0};
+  if (mpi.rank() == 2) {
+    o.poll_error = [&polls, t0]() -> std::string {
+      ++polls;
+      if (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1500)) return {};
+      return "NCCL asynchronous error on rank 2: remote process exited or there was a network error";
+    };
+  }
+  std::atomic<int> aborts{0};
+  Decision d;
+  {
+    Watchdog w(mpi, o, [&aborts] { ++aborts; });
+    observe(w, d);
+    while (d.calls.load() == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_EQ(d.calls.load(), 1);
+    EXPECT_EQ(d.status, kExitLostRank);
+    EXPECT_EQ(aborts.load(), 1) << "the transport (NCCL communicator) must be aborted before exiting";
+    EXPECT_NE(d.message.find("remote process exited or there was a network error"), std::string::npos)
+        << d.message;
+    if (mpi.rank() == 2) {
+      EXPECT_GE(polls.load(), 2) << "polled once per heartbeat interval";
+    } else {
+      EXPECT_NE(d.message.find("lost rank 2 (pid "), std::string::npos) << d.message;
+      EXPECT_NE(d.message.find("it reported a fatal error: NCCL asynchronous error"), std::string::npos)
+          << d.message;
+    }
+    if (mpi.rank() == 1) EXPECT_EQ(d.message.rfind("rank 0 ends the job: ", 0), 0u) << d.message;
+    mpi.barrier();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(d.calls.load(), 1);
+  }
+}
+
 }  // namespace
 }  // namespace dynamix

@@ -40,6 +40,9 @@ class GradientCodec {
   virtual ~GradientCodec() = default;
   virtual std::string name() const = 0;
   virtual void allreduce_sum(float* data, size_t count, Communicator& comm, CodecStats* stats) = 0;
+  // Whether `data` may be device (CUDA) memory; otherwise the caller stages device buffers
+  // through host memory.
+  virtual bool accepts_device_memory() const { return false; }
 };
 
 // `name` is the value of comm.compression; an unknown name throws dynamix::Error naming the key.
