@@ -47,3 +47,29 @@ inline std::string nccl_error_string(ncclResult_t code, ncclComm_t comm = nullpt
                                   __FILE__, __LINE__);                                                 \
     }                                                                                                  \
   } while (0)
+
+namespace dynamix {
+
+// Makes `device` current for the calling thread (a comm or watchdog thread may have another one,
+// or none yet) and restores the previous device afterwards.
+class CudaDeviceGuard {
+ public:
+  explicit CudaDeviceGuard(int device) {
+    DYNAMIX_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ == device) {
+      previous_ = -1;
+    } else {
+      DYNAMIX_CUDA_CHECK(cudaSetDevice(device));
+    }
+  }
+  ~CudaDeviceGuard() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  CudaDeviceGuard(const CudaDeviceGuard&) = delete;
+  CudaDeviceGuard& operator=(const CudaDeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+}  // namespace dynamix

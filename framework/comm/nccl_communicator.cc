@@ -59,28 +59,6 @@ std::string host_name() {
   return std::string(name, static_cast<size_t>(len));
 }
 
-// Makes `device` current for the calling thread (the watchdog or a loader thread may have
-// another one) and restores the previous device afterwards.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    DYNAMIX_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ == device) {
-      previous_ = -1;
-    } else {
-      DYNAMIX_CUDA_CHECK(cudaSetDevice(device));
-    }
-  }
-  ~DeviceGuard() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = -1;
-};
-
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(const MpiRuntime& runtime)
@@ -219,7 +197,7 @@ template <typename Call>
 void NcclCommunicator::enqueue(Call&& call) {
   DYNAMIX_CHECK(!aborted_.load(), "NCCL communicator on rank " + std::to_string(rank_) +
                                       " was aborted; no further collectives are possible");
-  DeviceGuard guard(device_);
+  CudaDeviceGuard guard(device_);
   DYNAMIX_COMM_CUDA(cudaEventRecord(ready_, compute_));
   DYNAMIX_COMM_CUDA(cudaStreamWaitEvent(stream_, ready_, 0));
   call();
@@ -229,7 +207,7 @@ void NcclCommunicator::enqueue(Call&& call) {
 
 void NcclCommunicator::join_device_collectives() {
   if (aborted_.load()) return;
-  DeviceGuard guard(device_);
+  CudaDeviceGuard guard(device_);
   // done_ was last recorded after the latest collective; the comm stream runs them in order.
   DYNAMIX_COMM_CUDA(cudaStreamWaitEvent(compute_, done_, 0));
 }

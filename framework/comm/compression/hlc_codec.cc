@@ -4,13 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "framework/core/error.h"
 #include "kernels/hlc/fixed_point.h"
 #include "kernels/hlc/sketch.h"
 
 namespace dynamix {
-namespace {
+namespace hlc_detail {
 
 int64_t float_slot(float f) {
   uint32_t bits;
@@ -25,11 +26,48 @@ float slot_float(int64_t slot) {
   return f;
 }
 
-}  // namespace
+void read_head(const int64_t* head, int ranks, size_t* max_nnz, float* max_abs) {
+  *max_nnz = 0;
+  *max_abs = 0.0f;
+  for (int r = 0; r < ranks; ++r) {
+    *max_nnz = std::max(*max_nnz, static_cast<size_t>(head[2 * r]));
+    *max_abs = std::max(*max_abs, slot_float(head[2 * r + 1]));
+  }
+}
+
+std::vector<uint32_t> merge_positions(std::vector<uint32_t> all) {
+  all.erase(std::remove(all.begin(), all.end(), UINT32_MAX), all.end());
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
+}
+
+}  // namespace hlc_detail
+
+using hlc_detail::float_slot;
 
 HlcCodec::HlcCodec(const CodecOptions& options) : options_(options) {
   DYNAMIX_CHECK(options_.hlc_ratio > 0.0, "comm.compression=hlc: sketch ratio must be > 0 (got " +
                                               std::to_string(options_.hlc_ratio) + ")");
+}
+
+#if DYNAMIX_HLC_CUDA
+bool HlcCodec::accepts_device_memory() const { return true; }
+#else
+bool HlcCodec::accepts_device_memory() const { return false; }
+void HlcCodec::release(Device*) {}  // never allocated without the CUDA kernels
+#endif
+
+bool HlcCodec::dense_after_head(size_t count, int ranks, size_t max_nnz) const {
+  const double budget = options_.hlc_max_bytes_fraction * 4.0 * static_cast<double>(count);
+  const double lower_bytes = 8.0 * (static_cast<double>(union_words(count, ranks)) + ranks +
+                                    options_.hlc_ratio * static_cast<double>(max_nnz));
+  return options_.hlc_auto && lower_bytes >= budget;
+}
+
+bool HlcCodec::dense_after_union(size_t count, int ranks, size_t ncells) const {
+  const double budget = options_.hlc_max_bytes_fraction * 4.0 * static_cast<double>(count);
+  return options_.hlc_auto && 8.0 * static_cast<double>(ncells + ranks) >= budget;
 }
 
 void HlcCodec::dense(float* data, size_t count, Communicator& comm, CodecStats* stats) {
@@ -50,10 +88,7 @@ std::vector<uint32_t> HlcCodec::gather_off_grid(const std::vector<uint32_t>& min
   comm.allgather(send.data(), widest * sizeof(uint32_t), all.data());
   stats->bytes_sent += widest * sizeof(uint32_t);
   ++stats->rounds;
-  all.erase(std::remove(all.begin(), all.end(), UINT32_MAX), all.end());
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
-  return all;
+  return hlc_detail::merge_positions(std::move(all));
 }
 
 void HlcCodec::allreduce_sum(float* data, size_t count, Communicator& comm, CodecStats* out_stats) {
@@ -64,9 +99,12 @@ void HlcCodec::allreduce_sum(float* data, size_t count, Communicator& comm, Code
   stats->count = count;
   stats->dense_bytes = 4 * count;
   if (count == 0) return;
+#if DYNAMIX_HLC_CUDA
+  int device = -1;
+  if (is_device_memory(data, &device)) return allreduce_sum_device(data, count, device, comm, stats);
+#endif
   const int ranks = comm.size();
   const int rank = comm.rank();
-  const double budget = options_.hlc_max_bytes_fraction * 4.0 * static_cast<double>(count);
 
   // Round 1: every rank's non-zero count and largest finite magnitude, each in its own slot.
   size_t nnz = 0;
@@ -82,17 +120,11 @@ void HlcCodec::allreduce_sum(float* data, size_t count, Communicator& comm, Code
   stats->bytes_sent += head.size() * sizeof(int64_t);
   ++stats->rounds;
   size_t max_nnz = 0;
-  max_abs = 0.0f;
-  for (int r = 0; r < ranks; ++r) {
-    max_nnz = std::max(max_nnz, static_cast<size_t>(head[2 * r]));
-    max_abs = std::max(max_abs, slot_float(head[2 * r + 1]));
-  }
+  hlc_detail::read_head(head.data(), ranks, &max_nnz, &max_abs);
   const size_t nwords = union_words(count, ranks);
   stats->union_count = max_nnz;  // a lower bound until the union is known
   stats->union_density = static_cast<double>(max_nnz) / static_cast<double>(count);
-  const double lower_bytes =
-      8.0 * (static_cast<double>(nwords) + ranks + options_.hlc_ratio * static_cast<double>(max_nnz));
-  if (options_.hlc_auto && lower_bytes >= budget) return dense(data, count, comm, stats);
+  if (dense_after_head(count, ranks, max_nnz)) return dense(data, count, comm, stats);
 
   // Round 2: union of supports.
   words_.resize(nwords);
@@ -105,9 +137,7 @@ void HlcCodec::allreduce_sum(float* data, size_t count, Communicator& comm, Code
   stats->union_count = entries;
   stats->union_density = static_cast<double>(entries) / static_cast<double>(count);
   const size_t ncells = sketch_cells(support, options_.hlc_ratio);
-  if (options_.hlc_auto && 8.0 * static_cast<double>(ncells + ranks) >= budget) {
-    return dense(data, count, comm, stats);
-  }
+  if (dense_after_union(count, ranks, ncells)) return dense(data, count, comm, stats);
 
   // Round 3: the sketch of this rank's values in fixed point, plus its off-grid count.
   const SketchLayout layout = build_layout(support, options_.hlc_ratio, options_.hlc_seed);
