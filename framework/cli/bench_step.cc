@@ -1,6 +1,7 @@
 // DYNAMIX — `dynamix bench step`: one rank, the framework's step (sampler, data, forward/backward,
 // bucketed weighted allreduce path, optimizer, statistics) vs a bare LibTorch loop on the same
-// model, batch and optimizer. Repeats alternate between the two to share machine noise.
+// model, batch, optimizer, device, precision and layout. Repeats alternate between the two to
+// share machine noise.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "framework/comm/mpi_communicator.h"
 #include "framework/core/error.h"
 #include "framework/core/mpi_runtime.h"
+#include "framework/train/precision.h"
 #include "framework/train/trainer.h"
 #include "models/registry.h"
 
@@ -50,12 +52,21 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
     trainer.setup();
     trainer.prepare();
 
-    // The bare loop: same architecture, optimizer (train.optimizer) and data, nothing else.
+    // The bare loop: same architecture, device, precision, layout, optimizer (train.optimizer) and
+    // data, nothing else (fp16: the loss scaled, gradients unscaled and checked as PyTorch's
+    // GradScaler does, with a fixed scale).
     torch::manual_seed(config.train.seed);
     ModelSpec spec{trainer.train_set().sample_shape(), trainer.train_set().num_classes(),
                    trainer.train_set().task(), trainer.train_set().input_cardinality()};
     ModelPtr bare = make_model(config.model, spec);
+    const torch::Device device = trainer.device();
+    bare->to(device);
+    if (config.train.channels_last) to_channels_last(*bare);
     auto bare_opt = make_optimizer(config.train, bare->parameters());
+    const bool fp16 = config.train.precision == "fp16";
+    const double kBareScale = 65536.0;
+    auto found_inf = torch::zeros({1}, torch::TensorOptions().device(device));
+    const auto inv_scale = torch::full({1}, 1.0 / kBareScale, torch::TensorOptions().device(device));
     const int64_t b = trainer.plan()[0];
     const int64_t n = trainer.train_set().size();
     int64_t cursor = 0;
@@ -64,11 +75,20 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
       for (auto& i : idx) i = cursor++ % n;
       Batch batch = trainer.train_set().get(idx, 0);
       bare_opt->zero_grad();
-      auto logits = bare->forward(batch.inputs);
-      auto loss = torch::nn::functional::cross_entropy(logits, batch.targets);
-      loss.backward();
+      auto logits = forward_logits(*bare, batch.inputs.to(device), config.train);
+      auto loss = torch::nn::functional::cross_entropy(logits, batch.targets.to(device));
+      if (fp16) {
+        (loss * kBareScale).backward();
+        std::vector<torch::Tensor> grads;
+        for (const auto& p : bare->parameters()) {
+          if (p.grad().defined()) grads.push_back(p.grad());
+        }
+        at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
+      } else {
+        loss.backward();
+      }
       bare_opt->step();
-      (void)loss.item<double>();
+      (void)loss.item<double>();  // waits for the step's kernels (GPU)
     };
     for (int i = 0; i < cmd.warmup; ++i) {
       trainer.step();
@@ -84,9 +104,12 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
       raw.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / cmd.steps);
     }
     const double f = median(fw), r = median(raw);
-    std::printf("# dynamix bench step: model %s, batch %lld, optimizer %s, %d threads, %d x %d steps\n",
-                config.model.c_str(), static_cast<long long>(b), config.train.optimizer.c_str(),
-                torch::get_num_threads(), cmd.repeats, cmd.steps);
+    std::printf(
+        "# dynamix bench step: model %s, batch %lld, optimizer %s, device %s, precision %s%s, %d threads, %d x %d "
+        "steps\n",
+        config.model.c_str(), static_cast<long long>(b), config.train.optimizer.c_str(), device.str().c_str(),
+        config.train.precision.c_str(), config.train.channels_last ? ", channels_last" : "", torch::get_num_threads(),
+        cmd.repeats, cmd.steps);
     std::printf("%-12s %12s %14s\n", "loop", "step(ms)", "samples/s");
     std::printf("%-12s %12.3f %14.1f\n", "dynamix", f * 1e3, b / f);
     std::printf("%-12s %12.3f %14.1f\n", "bare", r * 1e3, b / r);
