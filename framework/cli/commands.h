@@ -19,6 +19,9 @@ struct BenchAllreduceCommand {
   int64_t max_bytes = 256LL << 20;
   int iters = 0;  // 0 = automatic (more for small sizes)
   double bucket_mb = 25.0;
+  int params = 1;                // gradient tensors the grad path's bytes are split into
+  std::string device = "cpu";    // cpu | cuda (the node-local rank's GPU)
+  std::string backend = "auto";  // auto (nccl for cuda where built, else mpi) | mpi | nccl
 };
 
 struct BenchStepCommand {

@@ -21,11 +21,19 @@ int main(int argc, char** argv) {
   auto* bench = app.add_subcommand("bench", "benchmarks");
   bench->require_subcommand(1);
   BenchAllreduceCommand ar;
-  auto* b_ar = bench->add_subcommand("allreduce", "gradient allreduce path vs raw MPI_Allreduce (mpirun)");
+  auto* b_ar = bench->add_subcommand("allreduce",
+                                     "gradient allreduce path vs one allreduce of a flat buffer (mpirun)");
   b_ar->add_option("--min-bytes", ar.min_bytes, "smallest buffer")->check(CLI::PositiveNumber);
   b_ar->add_option("--max-bytes", ar.max_bytes, "largest buffer")->check(CLI::PositiveNumber);
-  b_ar->add_option("--iters", ar.iters, "timed iterations per size (0 = automatic)");
+  b_ar->add_option("--iters", ar.iters, "timed iterations per size (0 = automatic)")
+      ->check(CLI::NonNegativeNumber);
   b_ar->add_option("--bucket-mb", ar.bucket_mb, "bucket size of the DYNAMIX path")->check(CLI::PositiveNumber);
+  b_ar->add_option("--params", ar.params, "gradient tensors per size on the grad path")
+      ->check(CLI::PositiveNumber);
+  b_ar->add_option("--device", ar.device, "where gradients live: cpu | cuda (node-local rank's GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  b_ar->add_option("--backend", ar.backend, "auto (nccl for cuda where built) | mpi | nccl")
+      ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
   BenchStepCommand st;
   auto* b_st = bench->add_subcommand("step", "framework step time vs a bare LibTorch loop (1 rank)");
   b_st->add_option("--config,-c", st.config, "YAML configuration (default: cnn on synthetic 1x28x28, b=64)");
