@@ -5,8 +5,9 @@
 
 namespace dynamix {
 
-BatchPrefetcher::BatchPrefetcher(std::shared_ptr<const Dataset> dataset, bool pin_memory)
-    : dataset_(std::move(dataset)), pin_(pin_memory && torch::cuda::is_available()) {
+BatchPrefetcher::BatchPrefetcher(std::shared_ptr<const Dataset> dataset, bool pin_memory,
+                                 std::function<Batch(Batch)> finish)
+    : dataset_(std::move(dataset)), pin_(pin_memory && torch::cuda::is_available()), finish_(std::move(finish)) {
   if (!dataset_) throw Error("BatchPrefetcher: null dataset");
   thread_ = std::thread([this] { run(); });
 }
@@ -61,6 +62,7 @@ void BatchPrefetcher::run() {
         b.inputs = b.inputs.pin_memory();
         b.targets = b.targets.pin_memory();
       }
+      if (finish_) b = finish_(std::move(b));
       job.result.set_value(std::move(b));
     } catch (...) {
       job.result.set_exception(std::current_exception());

@@ -3,6 +3,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -15,7 +16,9 @@ namespace dynamix {
 class BatchPrefetcher {
  public:
   // pin_memory: page-lock batch tensors for faster host-to-GPU copies; ignored without CUDA.
-  explicit BatchPrefetcher(std::shared_ptr<const Dataset> dataset, bool pin_memory = false);
+  // finish: runs on the loader thread on every loaded batch (e.g. its copy to the GPU).
+  explicit BatchPrefetcher(std::shared_ptr<const Dataset> dataset, bool pin_memory = false,
+                           std::function<Batch(Batch)> finish = {});
   ~BatchPrefetcher();  // drops queued loads, waits for the one in progress, joins the thread
   BatchPrefetcher(const BatchPrefetcher&) = delete;
   BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
@@ -38,6 +41,7 @@ class BatchPrefetcher {
 
   std::shared_ptr<const Dataset> dataset_;
   bool pin_;
+  std::function<Batch(Batch)> finish_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;                  // waiting for the thread

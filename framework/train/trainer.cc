@@ -129,7 +129,12 @@ void Trainer::setup() {
   }
   buckets_ = std::make_unique<GradBuckets>(model_->parameters(), config_.comm.bucket_mb, comm_, std::move(codec));
   sampler_ = std::make_unique<VariableBatchSampler>(data_.train->size(), t.seed);
-  prefetcher_ = std::make_unique<BatchPrefetcher>(data_.train, /*pin_memory=*/device_.is_cuda());
+  std::function<Batch(Batch)> upload;
+  if (device_.is_cuda()) {
+    uploader_ = std::make_unique<BatchUploader>(device_);
+    upload = [uploader = uploader_.get()](Batch b) { return uploader->upload(std::move(b)); };
+  }
+  prefetcher_ = std::make_unique<BatchPrefetcher>(data_.train, /*pin_memory=*/device_.is_cuda(), std::move(upload));
   hetero_ = std::make_unique<HeteroEmulator>(config_.hetero, rank_, world_);
   if (config_.comm.overlap && world_ > 1) {
     if (mpi_allows_comm_thread()) {
@@ -324,7 +329,8 @@ bool Trainer::step() {
   }
   if (device_.is_cuda() && n > 0 && oom_what.empty()) {
     try {
-      batch.inputs = batch.inputs.to(device_, /*non_blocking=*/true);  // from pinned memory
+      // Prefetched batches are there already (BatchUploader); a batch loaded in line is copied here.
+      batch.inputs = batch.inputs.to(device_, /*non_blocking=*/true);
       batch.targets = batch.targets.to(device_, /*non_blocking=*/true);
     } catch (const c10::OutOfMemoryError& e) {
       oom_what = e.what_without_backtrace();
@@ -363,6 +369,9 @@ bool Trainer::step() {
       oom_what = e.what_without_backtrace();  // the graph and the batch go with the stack
     }
   }
+  // The batch's memory may go to the next upload, written on the copy stream (BatchUploader):
+  // no kernel may still read it. (loss.item() has synchronized already unless backward failed.)
+  synchronize_device(device_);
   batch = Batch{};
   mine.samples = static_cast<double>(n);
   if (overlapped) {

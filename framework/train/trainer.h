@@ -17,6 +17,7 @@
 #include "datasets/prefetcher.h"
 #include "framework/comm/communicator.h"
 #include "framework/config/config.h"
+#include "framework/train/batch_uploader.h"
 #include "framework/train/checkpoint.h"
 #include "framework/train/grad_buckets.h"
 #include "framework/train/hetero_emulator.h"
@@ -117,6 +118,7 @@ class Trainer {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<GradBuckets> buckets_;
   std::unique_ptr<VariableBatchSampler> sampler_;
+  std::unique_ptr<BatchUploader> uploader_;  // CUDA: prefetched batches copied on their own stream
   std::unique_ptr<BatchPrefetcher> prefetcher_;
   StepAssignment next_assignment_;  // the prefetched step, valid when has_next_
   bool has_next_ = false;

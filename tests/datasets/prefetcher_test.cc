@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "framework/core/error.h"
 
 namespace dynamix {
@@ -45,6 +48,25 @@ TEST(Prefetcher, LoadErrorsReachTake) {
     EXPECT_NE(std::string(e.what()).find("index 50 out of range"), std::string::npos) << e.what();
   }
   EXPECT_EQ(pf.take().targets[0].item<int64_t>(), 2 % 3);  // the thread carries on
+}
+
+TEST(Prefetcher, FinishRunsOnTheLoaderThreadForEveryBatch) {
+  // (The trainer's finish copies batches to the GPU there; this one marks them.)
+  auto ds = tiny();
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> calls{0}, on_caller{0};
+  BatchPrefetcher pf(ds, /*pin_memory=*/false, [&](Batch b) {
+    ++calls;
+    if (std::this_thread::get_id() == caller) ++on_caller;
+    b.inputs = b.inputs + 1;
+    return b;
+  });
+  pf.submit({4, 5}, 0);
+  pf.submit({6}, 1);
+  EXPECT_TRUE(torch::equal(pf.take().inputs, ds->get({4, 5}, 0).inputs + 1));
+  EXPECT_TRUE(torch::equal(pf.take().inputs, ds->get({6}, 1).inputs + 1));
+  EXPECT_EQ(calls.load(), 2);
+  EXPECT_EQ(on_caller.load(), 0);
 }
 
 TEST(Prefetcher, ShutsDownWithWorkQueued) {
