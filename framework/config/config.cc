@@ -110,6 +110,7 @@ Fields train_fields(TrainConfig& t, const YamlReader& r) {
          r.require(t.loss_scale_growth_interval >= 1, v, p, "must be >= 1");
        }},
       {"channels_last", [&](const Node& v, const Path& p) { t.channels_last = r.boolean(v, p); }},
+      {"cudnn_benchmark", [&](const Node& v, const Path& p) { t.cudnn_benchmark = r.boolean(v, p); }},
       {"optimizer",
        [&](const Node& v, const Path& p) {
          t.optimizer = r.choice(v, p, {"sgd", "adamw"});

@@ -86,6 +86,7 @@ void Trainer::setup() {
     throw Error("backend: nccl, but the trainer was given a " + comm_.backend() + " communicator");
   }
   make_device_current(device_);
+  if (device_.is_cuda()) at::globalContext().setBenchmarkCuDNN(config_.train.cudnn_benchmark);
   const std::string ckpt = RunOutputs::checkpoint_path_in(config_.output.dir);
   if (options_.resume && !std::filesystem::exists(ckpt)) {
     throw Error("--resume: no checkpoint at " + ckpt);

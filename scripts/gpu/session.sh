@@ -378,21 +378,23 @@ choose_method() {
 }
 
 DYN_TIMEOUTS=0
-bench_dynamix() {  # model batch size classes precision channels_last
-  local m=$1 b=$2 s=$3 c=$4 p=$5 cl=$6 log
-  ITEM="dynamix $m $p $([[ $cl == true ]] && echo channels_last || echo contiguous)"
+bench_dynamix() {  # model batch size classes precision channels_last [label [config key=value...]]
+  local m=$1 b=$2 s=$3 c=$4 p=$5 cl=$6 label=${7:-same-settings} log
+  local extra_sets=("${@:8}") set_flags=() kv
+  for kv in "${extra_sets[@]}"; do set_flags+=(--set "$kv"); done
+  ITEM="dynamix $m $p $([[ $cl == true ]] && echo channels_last || echo contiguous)${extra_sets[*]:+ ${extra_sets[*]}}"
   if ((DYN_TIMEOUTS >= 2)); then
     row "$STAGE" "$ITEM" skipped 0 "two dynamix items timed out before"
     return 0
   fi
   local settings=("model=$m" "batch=$b" "image_size=$s" "classes=$c" "precision=$p" "channels_last=$cl"
-    compile=false "device=$DEVICE" label=same-settings)
+    compile=false "device=$DEVICE" "label=$label" "flags=${extra_sets[*]}")
   log=$(mktemp)
   if [[ $METHOD == bench-step ]]; then
     run_item "$STAGE" "$ITEM" "$ITEM_TIMEOUT_S" "$log" "$DYNAMIX" bench step \
       --set "train.device=$DEVICE" --set "model=$m" --set "dataset.shape=[3,$s,$s]" --set "dataset.classes=$c" \
       --set "batch.init=$b" --set "train.precision=$p" --set "train.channels_last=$cl" \
-      --warmup "$BENCH_WARMUP" --steps "$BENCH_STEPS" --repeats "$BENCH_REPEATS"
+      --warmup "$BENCH_WARMUP" --steps "$BENCH_STEPS" --repeats "$BENCH_REPEATS" "${set_flags[@]}"
     ((ITEM_RC == -1)) || record dynamix "$log" "${settings[@]}"
   else
     local dir="$root/$BUILD_DIR/bench-train"
@@ -408,7 +410,7 @@ train: {optimizer: sgd, lr: 0.01, momentum: 0.9, epochs: 1000,
         device: $DEVICE, precision: $p, channels_last: $cl}
 output: {dir: $dir/run}
 EOF
-    run_item "$STAGE" "$ITEM" "$ITEM_TIMEOUT_S" "$log" "$DYNAMIX" train --config "$dir/config.yaml"
+    run_item "$STAGE" "$ITEM" "$ITEM_TIMEOUT_S" "$log" "$DYNAMIX" train --config "$dir/config.yaml" "${set_flags[@]}"
     if ((ITEM_RC != -1)); then
       cat "$dir/config.yaml" >>"$log"
       record dynamix "$log" "${settings[@]}" -- --metrics "$dir/run/metrics.jsonl" \
@@ -474,10 +476,13 @@ stage_compile() {
   stage_start compile
   local models=("$@")
   ((${#models[@]})) || models=("${ALL_MODELS[@]}")
+  need_dynamix
   write_env
+  METHOD=$(choose_method)
   local m b s c
   for m in "${models[@]}"; do
     read -r b s c <<<"$(model_shape "$m")"
+    bench_dynamix "$m" "$b" "$s" "$c" bf16 true best train.cudnn_benchmark=true
     bench_pytorch best "$ITEM_TIMEOUT_S" "$m" "$b" "$s" "$c" bf16 true --cudnn-benchmark
     bench_pytorch best "$COMPILE_TIMEOUT_S" "$m" "$b" "$s" "$c" bf16 true --cudnn-benchmark --compile
   done

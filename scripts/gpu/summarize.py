@@ -69,7 +69,7 @@ def mode(r):
 
 
 def describe(r):
-    m = mode(r) if r["impl"] == "pytorch" else ""
+    m = mode(r) if r["impl"] == "pytorch" else (r.get("flags") or "")
     return f"{r.get('precision')}, {LAYOUT[boolean(r.get('channels_last'))]}" + (f", {m}" if m else "")
 
 
@@ -88,7 +88,8 @@ def step_tables(records):
     devices = sorted({r.get("device_name") for r in ok if r.get("device_name")})
     same = {}
     for r in ok:
-        if r["impl"] == "dynamix" or (r.get("label") == "same-settings" and not mode(r)):
+        # DYNAMIX records of a best mode (e.g. train.cudnn_benchmark=true) carry flags and another label.
+        if r.get("label", "same-settings") == "same-settings" and not (mode(r) if r["impl"] == "pytorch" else r.get("flags")):
             same.setdefault((setting(r), r["impl"]), []).append(r)
     keys = sorted({k for k, _ in same}, key=lambda k: (str(k[0]), str(k[1]), k[2]))
     if keys:
