@@ -36,6 +36,13 @@ train:
   target_accuracy: 0.9
   seed: 18446744073709551615
   eval_every: 25
+  device: cuda
+  precision: fp16
+  channels_last: true
+  cudnn_benchmark: true
+  loss_scale: none
+  loss_scale_init: 1024
+  loss_scale_growth_interval: 50
 batch:
   init: [16, 32, 48]
   min: 4
@@ -97,6 +104,13 @@ void expect_full(const Config& c) {
   EXPECT_DOUBLE_EQ(*c.train.target_accuracy, 0.9);
   EXPECT_EQ(c.train.seed, 18446744073709551615ull);
   EXPECT_EQ(c.train.eval_every, 25);
+  EXPECT_EQ(c.train.device, "cuda");
+  EXPECT_EQ(c.train.precision, "fp16");
+  EXPECT_TRUE(c.train.channels_last);
+  EXPECT_TRUE(c.train.cudnn_benchmark);
+  EXPECT_EQ(c.train.loss_scale, "none");
+  EXPECT_DOUBLE_EQ(c.train.loss_scale_init, 1024);
+  EXPECT_EQ(c.train.loss_scale_growth_interval, 50);
   EXPECT_EQ(c.batch.init, (std::vector<int32_t>{16, 32, 48}));
   EXPECT_EQ(c.batch.min, 4);
   EXPECT_EQ(c.batch.max, 256);
@@ -144,6 +158,13 @@ void expect_defaults(const Config& c) {
   EXPECT_EQ(c.train.lr, d.train.lr);
   EXPECT_EQ(c.train.optimizer, d.train.optimizer);
   EXPECT_EQ(c.train.seed, d.train.seed);
+  EXPECT_EQ(c.train.device, "auto");
+  EXPECT_EQ(c.train.precision, "fp32");
+  EXPECT_FALSE(c.train.channels_last);
+  EXPECT_FALSE(c.train.cudnn_benchmark);
+  EXPECT_EQ(c.train.loss_scale, "auto");
+  EXPECT_DOUBLE_EQ(c.train.loss_scale_init, 65536);
+  EXPECT_EQ(c.train.loss_scale_growth_interval, 2000);
   EXPECT_FALSE(c.train.target_accuracy.has_value());
   EXPECT_EQ(c.batch.init, d.batch.init);
   EXPECT_EQ(c.batch.min, d.batch.min);
