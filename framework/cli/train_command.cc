@@ -3,7 +3,12 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <set>
+#include <string>
 #include <thread>
+#include <vector>
+
+#include <unistd.h>
 
 #include "framework/cli/commands.h"
 #include "framework/comm/mpi_communicator.h"
@@ -38,6 +43,26 @@ bool all_ok(Communicator& comm, const std::string& error) {
   return ok;
 }
 
+// Whether two ranks of one node train on the same GPU (NCCL refuses that). GPUs are told apart
+// by PCI bus id: under per-task binding every rank sees its own GPU as device 0.
+bool ranks_share_a_gpu(Communicator& comm, const torch::Device& device) {
+  constexpr size_t kLen = 192;
+  char mine[kLen] = {};
+  if (device.is_cuda()) {
+    char host[96] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    std::snprintf(mine, kLen, "%s|%s", host, device_bus_id(device).c_str());
+  }
+  std::vector<char> all(kLen * static_cast<size_t>(comm.size()));
+  comm.allgather(mine, kLen, all.data());
+  std::set<std::string> seen;
+  for (int r = 0; r < comm.size(); ++r) {
+    const std::string id(&all[static_cast<size_t>(r) * kLen]);
+    if (!id.empty() && !seen.insert(id).second) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int launcher_rank() {
@@ -69,27 +94,42 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
   }
   if (!all_ok(comm, error)) return 2;
 
-  // Device and backend (train.device, backend): GPUs with NCCL when every local rank has one.
-  Placement placement;
+  // Device and backend (train.device, backend): GPUs with NCCL when no two ranks share one.
+  torch::Device device = torch::kCPU;
   try {
-    placement = resolve_placement(config, runtime.local_rank(), runtime.local_size());
+    device = choose_device(config, runtime.local_rank());
+  } catch (const std::exception& e) {
+    error = brief_error(e);
+  }
+  if (!all_ok(comm, error)) return 2;
+  const bool shared = ranks_share_a_gpu(comm, device);
+  std::string backend;
+  try {
+    backend = choose_backend(config, device, shared);
   } catch (const std::exception& e) {
     error = brief_error(e);
   }
   if (!all_ok(comm, error)) return 2;
 #if DYNAMIX_HAVE_NCCL
   std::unique_ptr<NcclCommunicator> nccl;
-  if (placement.backend == "nccl") {
+  if (backend == "nccl") {
     try {
-      nccl = std::make_unique<NcclCommunicator>(runtime);  // collective; throws on every rank
+      nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, static_cast<int>(device.index()));  // collective
     } catch (const std::exception& e) {
       error = brief_error(e);
     }
     if (!all_ok(comm, error)) return 2;
   }
   Communicator& transport = nccl ? static_cast<Communicator&>(*nccl) : comm;
+  // A failed set-up may leave device collectives queued that peers never join: tear NCCL down
+  // (ncclCommDestroy would wait for them) before returning.
+  auto failed = [&nccl] {
+    if (nccl) nccl->abort();
+    return 2;
+  };
 #else
   Communicator& transport = comm;
+  auto failed = [] { return 2; };
 #endif
 
   // From here every collective is bounded and a lost rank ends the job (comm.watchdog). NCCL
@@ -113,7 +153,7 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
     } catch (const std::exception& e) {
       error = brief_error(e);  // the same on every rank: the channel agreed on failure
     }
-    if (!all_ok(comm, error)) return 2;
+    if (!all_ok(comm, error)) return failed();
   }
   WatchedCommunicator watched(transport, watchdog.get());
 
@@ -123,19 +163,18 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
     opts.resume = cmd.resume;
     opts.overwrite = cmd.overwrite;
     opts.local_rank = runtime.local_rank();
-    opts.local_size = runtime.local_size();
     trainer = std::make_unique<Trainer>(std::move(config), watched, opts);
     trainer->setup();
   } catch (const std::exception& e) {
     error = brief_error(e);
   }
-  if (!all_ok(watched, error)) return 2;
+  if (!all_ok(watched, error)) return failed();
   try {
     trainer->prepare();
   } catch (const std::exception& e) {
     error = brief_error(e);
   }
-  if (!all_ok(watched, error)) return 2;
+  if (!all_ok(watched, error)) return failed();
   try {
     trainer->run();
   } catch (const std::exception& e) {

@@ -64,10 +64,10 @@ std::string host_name() {
 NcclCommunicator::NcclCommunicator(const MpiRuntime& runtime)
     : NcclCommunicator(MPI_COMM_WORLD, runtime.local_rank()) {}
 
-NcclCommunicator::NcclCommunicator(MPI_Comm comm, int local_rank) : host_(comm) {
+NcclCommunicator::NcclCommunicator(MPI_Comm comm, int device_index) : host_(comm) {
   rank_ = host_.rank();
   size_ = host_.size();
-  const std::string where = "rank " + std::to_string(rank_) + " (local rank " + std::to_string(local_rank) +
+  const std::string where = "rank " + std::to_string(rank_) + " (CUDA device " + std::to_string(device_index) +
                             " on " + host_name() + ")";
 
   // Each rank checks its own GPU; then all agree, so that no rank waits in ncclCommInitRank for
@@ -78,7 +78,7 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, int local_rank) : host_(comm) 
   if (e != cudaSuccess) {
     problem = where + ": the nccl backend cannot use CUDA: cudaGetDeviceCount: " + cuda_error_string(e) +
               "; use backend: mpi on machines without GPUs";
-  } else if (local_rank < 0 || local_rank >= devices) {
+  } else if (device_index < 0 || device_index >= devices) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
     problem = where + ": NCCL needs one GPU per rank, but this node shows " + std::to_string(devices) +
               " CUDA device(s)" +
@@ -86,7 +86,7 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, int local_rank) : host_(comm) 
               "; start at most " + std::to_string(devices) +
               " ranks per node, or set backend: mpi (ranks may then share a GPU)";
   } else {
-    device_ = local_rank;
+    device_ = device_index;
     e = cudaSetDevice(device_);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming);

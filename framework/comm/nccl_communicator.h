@@ -28,10 +28,12 @@ class MpiRuntime;
 
 class NcclCommunicator final : public Communicator {
  public:
-  // Collective over `comm`: selects CUDA device `local_rank`, rank 0 makes the ncclUniqueId and
-  // broadcasts it over MPI, then ncclCommInitRank. If any rank cannot get its GPU, every rank
-  // throws dynamix::Error (that rank's message names the device count and suggests backend: mpi).
-  NcclCommunicator(MPI_Comm comm, int local_rank);
+  // Collective over `comm`: selects CUDA device `device_index` (the trainer's choice: the node-local
+  // rank modulo the visible GPUs, so 0 everywhere under per-task GPU binding), rank 0 makes the
+  // ncclUniqueId and broadcasts it over MPI, then ncclCommInitRank. If any rank cannot get its GPU,
+  // every rank throws dynamix::Error (that rank's message names the device count and suggests
+  // backend: mpi).
+  NcclCommunicator(MPI_Comm comm, int device_index);
   // MPI_COMM_WORLD, device = runtime.local_rank().
   explicit NcclCommunicator(const MpiRuntime& runtime);
   // ncclCommDestroy unless aborted; while an exception unwinds, aborts instead (a pending

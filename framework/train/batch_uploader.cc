@@ -1,6 +1,8 @@
 // DYNAMIX — batch upload on a copy stream.
 #include "framework/train/batch_uploader.h"
 
+#include <algorithm>
+
 #include "framework/core/error.h"
 #include "framework/train/device.h"
 
@@ -17,38 +19,61 @@ BatchUploader::BatchUploader(const torch::Device& device) : device_(device) {
 #if DYNAMIX_HAVE_CUDA_TOOLKIT
   CudaDeviceGuard guard(device.index());
   cudaStream_t stream = nullptr;
+  cudaEvent_t event = nullptr;
   // Non-blocking: no implicit synchronization with the legacy default stream the step runs on.
   DYNAMIX_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   stream_ = stream;
+  DYNAMIX_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  ready_ = event;
 #endif
 }
 
 BatchUploader::~BatchUploader() {
 #if DYNAMIX_HAVE_CUDA_TOOLKIT
+  if (ready_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(ready_));
   if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
 #endif
 }
 
-torch::Tensor BatchUploader::to_device(const torch::Tensor& host) {
-  if (!host.defined() || host.device() == device_) return host;
+torch::Tensor BatchUploader::place(torch::Tensor& buffer, const torch::Tensor& host) {
+  const int64_t n = host.numel();
+  if (!buffer.defined() || buffer.scalar_type() != host.scalar_type() || buffer.numel() < n) {
+    buffer = torch::Tensor();  // give the old block back first
+    buffer = torch::empty({std::max<int64_t>(n, 1)},
+                          torch::TensorOptions().dtype(host.scalar_type()).device(device_));
+    grown_ = true;
+  }
+  return buffer.narrow(0, 0, n).view(host.sizes());
+}
+
+void BatchUploader::copy(const torch::Tensor& dst, const torch::Tensor& src) {
 #if DYNAMIX_HAVE_CUDA_TOOLKIT
-  const torch::Tensor src = host.contiguous();
-  // Allocated on the default stream (the caching allocator's bookkeeping), written on ours, and
-  // complete before the step can use or free it: upload() waits for the copy.
-  torch::Tensor dst = torch::empty(src.sizes(), src.options().device(device_).pinned_memory(false));
   DYNAMIX_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), src.nbytes(), cudaMemcpyHostToDevice,
                                      static_cast<cudaStream_t>(stream_)));
-  return dst;
 #else
-  return host.to(device_);
+  dst.copy_(src);
 #endif
 }
 
 Batch BatchUploader::upload(Batch batch) {
   make_device_current(device_);
-  Batch out{to_device(batch.inputs), to_device(batch.targets)};
+  const torch::Tensor inputs = batch.inputs.contiguous(), targets = batch.targets.contiguous();
+  Buffers& slot = buffers_[next_];
+  next_ ^= 1;
+  grown_ = false;
+  Batch out{place(slot.inputs, inputs), place(slot.targets, targets)};
 #if DYNAMIX_HAVE_CUDA_TOOLKIT
-  // The host tensors (pinned) stay alive in `batch` until the copy is done.
+  if (grown_) {
+    // A fresh block may have been freed by the step in progress while its kernels are queued.
+    const auto ready = static_cast<cudaEvent_t>(ready_);
+    DYNAMIX_CUDA_CHECK(cudaEventRecord(ready, cudaStreamLegacy));
+    DYNAMIX_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream_), ready, 0));
+  }
+#endif
+  copy(out.inputs, inputs);
+  copy(out.targets, targets);
+#if DYNAMIX_HAVE_CUDA_TOOLKIT
+  // The host tensors (pinned) stay alive until the copy is done.
   DYNAMIX_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
 #endif
   return out;

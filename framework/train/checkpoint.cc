@@ -20,7 +20,8 @@ torch::Tensor bytes_tensor(const std::string& s) {
 }
 
 std::string tensor_bytes(const torch::Tensor& t) {
-  auto c = t.contiguous();
+  // The archive may have been loaded onto a GPU (map_location): bytes are read on the host.
+  auto c = t.to(torch::kCPU).contiguous();
   return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
 }
 
@@ -204,7 +205,7 @@ std::string encode_checkpoint(torch::nn::Module& model, torch::optim::Optimizer&
 }
 
 TrainProgress peek_checkpoint(const std::string& payload, const std::string& origin) {
-  auto ar = open_archive(payload, origin);
+  auto ar = open_archive(payload, origin, torch::Device(torch::kCPU));  // written on a GPU or not
   return read_progress(ar, origin);
 }
 

@@ -5,6 +5,10 @@
 
 #include "framework/core/error.h"
 
+#if DYNAMIX_HAVE_CUDA_TOOLKIT
+#include <cuda_runtime_api.h>
+#endif
+
 namespace dynamix {
 namespace {
 
@@ -20,10 +24,10 @@ bool nccl_built() {
 #endif
 }
 
-Placement resolve_placement(const Config& config, int local_rank, int local_size) {
+torch::Device choose_device(const Config& config, int local_rank) {
   const std::string& want = config.train.device;
   const int devices = cuda_devices();
-  Placement out;
+  torch::Device device = torch::kCPU;
   if (want == "cuda" || (want == "auto" && devices > 0)) {
     if (devices == 0) {
       throw Error(std::string("train.device: cuda, but ") +
@@ -31,38 +35,44 @@ Placement resolve_placement(const Config& config, int local_rank, int local_size
                                  : "this LibTorch is built without CUDA") +
                   "; use train.device: cpu or auto");
     }
-    out.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % devices));
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % devices));
   } else if (want != "cpu" && want != "auto") {
     throw Error("train.device: unknown device '" + want + "' (auto | cpu | cuda)");
   }
-  const bool cuda = out.device.is_cuda();
-  if (config.train.precision == "fp16" && !cuda) {
+  if (config.train.precision == "fp16" && !device.is_cuda()) {
     throw Error("train.precision: fp16 needs a CUDA device (this rank trains on the CPU); use bf16 or fp32");
   }
-  if (cuda && !config.hetero.memory_mb.empty()) {
+  if (device.is_cuda() && !config.hetero.memory_mb.empty()) {
     throw Error("hetero.memory_mb: the emulated memory cap applies to CPU training only; on a GPU the "
                 "device's own memory is the limit (share a GPU between ranks to make it smaller)");
   }
+  return device;
+}
 
+std::string choose_backend(const Config& config, const torch::Device& device, bool gpu_shared) {
   const std::string& backend = config.backend;
-  const bool own_gpu = cuda && local_size <= devices;
   if (backend == "nccl") {
-    if (!cuda) throw Error("backend: nccl needs train.device: cuda (this rank trains on the CPU); use mpi");
+    if (!device.is_cuda()) throw Error("backend: nccl needs train.device: cuda (this rank trains on the CPU); use mpi");
     if (!nccl_built()) throw Error("backend: nccl, but this build has no NCCL (CUDA toolkit not found at configure time)");
-    if (!own_gpu) {
-      throw Error("backend: nccl needs one GPU per rank, but " + std::to_string(local_size) +
-                  " ranks share this node's " + std::to_string(devices) +
-                  " GPU(s); use backend: mpi (ranks may share a GPU) or start fewer ranks per node");
+    if (gpu_shared) {
+      throw Error("backend: nccl needs a GPU per rank, but ranks of this node share " + device.str() + " (" +
+                  device_bus_id(device) + "); use backend: mpi (ranks may share a GPU) or start fewer ranks per node");
     }
-    out.backend = "nccl";
-  } else if (backend == "auto") {
-    out.backend = own_gpu && nccl_built() ? "nccl" : "mpi";
-  } else if (backend == "mpi") {
-    out.backend = "mpi";
-  } else {
-    throw Error("backend: unknown backend '" + backend + "' (auto | nccl | mpi)");
+    return "nccl";
   }
-  return out;
+  if (backend == "auto") return device.is_cuda() && nccl_built() && !gpu_shared ? "nccl" : "mpi";
+  if (backend == "mpi") return "mpi";
+  throw Error("backend: unknown backend '" + backend + "' (auto | nccl | mpi)");
+}
+
+std::string device_bus_id(const torch::Device& device) {
+  if (!device.is_cuda()) return "cpu";
+#if DYNAMIX_HAVE_CUDA_TOOLKIT
+  char id[64] = {};
+  if (cudaDeviceGetPCIBusId(id, sizeof(id), device.index()) == cudaSuccess) return id;
+  cudaGetLastError();  // clear it; fall back to the index
+#endif
+  return device.str();
 }
 
 void make_device_current(const torch::Device& device) {
@@ -71,7 +81,17 @@ void make_device_current(const torch::Device& device) {
 }
 
 void synchronize_device(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  if (!device.is_cuda()) return;
+#if DYNAMIX_HAVE_CUDA_TOOLKIT
+  // The legacy default stream only: the step's kernels (and the collectives they wait for), not
+  // the NCCL stream's later buckets or the upload stream's next batch, as cudaDeviceSynchronize
+  // (torch::cuda::synchronize) would.
+  make_device_current(device);
+  const cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+  if (e != cudaSuccess) throw Error(std::string("cudaStreamSynchronize: ") + cudaGetErrorString(e));
+#else
+  torch::cuda::synchronize(device.index());
+#endif
 }
 
 }  // namespace dynamix

@@ -1,10 +1,11 @@
 // DYNAMIX — where a rank trains (train.device: auto | cpu | cuda) and over which backend its
 // gradients travel (backend: auto | nccl | mpi).
 //
-// cuda: the node-local rank's GPU, local_rank % devices, so several ranks may share one GPU
-// (MPS splits it for real compute heterogeneity); NCCL refuses that, so `auto` picks NCCL only
-// when every local rank has a GPU of its own, and MPI otherwise (GradBuckets then stages the
-// buckets through pinned host memory).
+// cuda: the node-local rank's GPU, local_rank % visible GPUs — so several ranks may share one GPU
+// (MPS splits it for real compute heterogeneity), and under per-task GPU binding (Slurm
+// --gpus-per-task, CUDA_VISIBLE_DEVICES per rank) every rank takes its own device 0. NCCL refuses
+// two ranks on one GPU, so `auto` picks NCCL only when no two ranks of a node share a GPU (told
+// apart by PCI bus id), and MPI otherwise (GradBuckets then stages buckets through pinned memory).
 #pragma once
 
 #include <torch/torch.h>
@@ -15,15 +16,17 @@
 
 namespace dynamix {
 
-struct Placement {
-  torch::Device device = torch::kCPU;
-  std::string backend = "mpi";  // "mpi" | "nccl"
-};
+// The device of the rank with node-local rank `local_rank`. Throws dynamix::Error naming the key
+// when the request cannot be met (no CUDA device, fp16 on a CPU, hetero.memory_mb on a GPU).
+torch::Device choose_device(const Config& config, int local_rank);
 
-// Resolves the configuration for the rank with node-local rank `local_rank` of `local_size`.
-// Throws dynamix::Error naming the key when the request cannot be met (no CUDA device, NCCL not
-// built, more ranks than GPUs with nccl, fp16 on a CPU, ...).
-Placement resolve_placement(const Config& config, int local_rank, int local_size);
+// The backend for a rank on `device`; `gpu_shared`: another rank of the node uses the same GPU.
+// Throws dynamix::Error for nccl without a GPU, without NCCL in the build, or on a shared GPU.
+std::string choose_backend(const Config& config, const torch::Device& device, bool gpu_shared);
+
+// A name for the physical device: the PCI bus id of a GPU ("0000:3B:00.0"; "cuda:N" without the
+// CUDA toolkit in the build), "cpu" otherwise.
+std::string device_bus_id(const torch::Device& device);
 
 // Whether this build has the NCCL communicator and the CUDA kernels.
 bool nccl_built();
@@ -32,7 +35,8 @@ bool nccl_built();
 // it; LibTorch ops follow their tensors). No-op for a CPU device.
 void make_device_current(const torch::Device& device);
 
-// Waits until the device's queued work is done (timing on GPUs); no-op for a CPU device.
+// Waits until the work queued on the device's default stream (the training step's kernels) is
+// done; no-op for a CPU device.
 void synchronize_device(const torch::Device& device);
 
 }  // namespace dynamix

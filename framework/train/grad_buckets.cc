@@ -22,12 +22,26 @@ DType comm_dtype(torch::ScalarType t) {
               c10::toString(t));
 }
 
+// Whether two tensors of one shape put every element at the same memory offset: both dense
+// without overlap, equal strides in every dimension longer than 1. (A size-1 dimension's stride
+// never matters; for a 1x1 convolution under channels_last, cuDNN's weight gradient and the
+// weight itself may differ in exactly those, and AccumulateGrad keeps such a gradient.)
+bool same_memory_order(const torch::Tensor& a, const torch::Tensor& b) {
+  if (a.sizes() != b.sizes() || !a.is_non_overlapping_and_dense() || !b.is_non_overlapping_and_dense()) {
+    return false;
+  }
+  for (int64_t d = 0; d < a.dim(); ++d) {
+    if (a.size(d) > 1 && a.stride(d) != b.stride(d)) return false;
+  }
+  return true;
+}
+
 // The gradient's elements in the parameter's memory order (what unpack writes back into .grad,
 // which AccumulateGrad lays out like the parameter).
 torch::Tensor in_param_layout(const torch::Tensor& grad, const torch::Tensor& param) {
   DYNAMIX_CHECK(grad.scalar_type() == param.scalar_type() && grad.sizes() == param.sizes(),
                 "gradient buckets: a gradient differs from its parameter in dtype or shape");
-  if (grad.strides() == param.strides() && grad.is_non_overlapping_and_dense()) return grad;
+  if (same_memory_order(grad, param)) return grad;
   return torch::empty_like(param).copy_(grad);
 }
 
@@ -163,8 +177,7 @@ std::vector<kernels::Segment<T>> GradBuckets::grad_segments(Bucket& bucket) {
   for (size_t k = 0; k < bucket.members.size(); ++k) {
     auto& p = params_[bucket.members[k]];
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    DYNAMIX_CHECK(p.grad().strides() == p.strides() && p.grad().is_non_overlapping_and_dense(),
-                  "gradient buckets need gradients laid out like their parameters");
+    DYNAMIX_CHECK(same_memory_order(p.grad(), p), "gradient buckets need gradients laid out like their parameters");
     segs[k] = {p.grad().data_ptr<T>(), static_cast<size_t>(p.numel()), bucket.offsets[k]};
   }
   return segs;
@@ -182,29 +195,57 @@ double GradBuckets::unpack_bucket(Bucket& bucket) {
 template <typename T>
 void GradBuckets::reduce_bucket(Bucket& bucket, double weight, ReduceResult& out) {
   const auto segs = grad_segments<T>(bucket);
-  if (device_) {
-    device_->pack<T>(index_of(bucket), segs, static_cast<T>(weight), bucket.flat.data_ptr<T>());
-    allreduce_packed(bucket, out);
-    device_->unpack<T>(index_of(bucket), bucket.flat.data_ptr<T>(), segs);
-    return;
-  }
   out.local_sq_norm += kernels::pack_scale<T>(segs, static_cast<T>(weight), bucket.flat.data_ptr<T>());
   allreduce_packed(bucket, out);
   out.global_sq_norm += kernels::unpack<T>(bucket.flat.data_ptr<T>(), segs);
 }
 
+template <typename T>
+void GradBuckets::pack_on_device(Bucket& bucket, double weight) {
+  device_->pack<T>(index_of(bucket), grad_segments<T>(bucket), static_cast<T>(weight), bucket.flat.data_ptr<T>());
+}
+
 ReduceResult GradBuckets::reduce(double weight) {
   DYNAMIX_CHECK(!armed_, "gradient buckets: reduce() during an overlapped step");
   ReduceResult out;
-  if (device_) device_->begin();
+  if (!device_) {
+    for (auto& b : buckets_) {
+      if (b.flat.scalar_type() == torch::kFloat64) {
+        reduce_bucket<double>(b, weight, out);
+      } else {
+        reduce_bucket<float>(b, weight, out);
+      }
+    }
+    return out;
+  }
+  // On a GPU every bucket is packed and its collective issued before anything is unpacked, so
+  // that with NCCL the compute stream packs bucket k+1 while bucket k is reduced; one join, then
+  // the unpacks.
+  device_->begin();
+  comm_.set_deferred_join(true);
+  try {
+    for (auto& b : buckets_) {
+      if (b.flat.scalar_type() == torch::kFloat64) {
+        pack_on_device<double>(b, weight);
+      } else {
+        pack_on_device<float>(b, weight);
+      }
+      allreduce_packed(b, out);
+    }
+  } catch (...) {
+    comm_.set_deferred_join(false);
+    throw;
+  }
+  comm_.set_deferred_join(false);
+  comm_.join_device_collectives();
   for (auto& b : buckets_) {
     if (b.flat.scalar_type() == torch::kFloat64) {
-      reduce_bucket<double>(b, weight, out);
+      unpack_bucket<double>(b);
     } else {
-      reduce_bucket<float>(b, weight, out);
+      unpack_bucket<float>(b);
     }
   }
-  if (device_) std::tie(out.local_sq_norm, out.global_sq_norm) = device_->norms();
+  std::tie(out.local_sq_norm, out.global_sq_norm) = device_->norms();
   return out;
 }
 

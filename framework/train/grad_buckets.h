@@ -94,6 +94,8 @@ class GradBuckets {
   void build(const std::vector<size_t>& order, size_t first_cap);
   template <typename T>
   void reduce_bucket(Bucket& bucket, double weight, ReduceResult& out);
+  template <typename T>
+  void pack_on_device(Bucket& bucket, double weight);
   // Collectives of one packed bucket (codec or dense); adds to comm_s, bytes, wire_bytes, codec.
   void allreduce_packed(Bucket& bucket, ReduceResult& out);
   // Whether a device bucket must go through its pinned host copy.

@@ -8,9 +8,15 @@
 namespace dynamix {
 namespace {
 
-// LibTorch 2.x takes the device type; 1.x has one function per device.
+// LibTorch 2.4 and later take the device type; before, one function per device.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define DYNAMIX_AUTOCAST_BY_DEVICE_TYPE 1
+#else
+#define DYNAMIX_AUTOCAST_BY_DEVICE_TYPE 0
+#endif
+
 bool autocast_enabled(torch::DeviceType d) {
-#if TORCH_VERSION_MAJOR >= 2
+#if DYNAMIX_AUTOCAST_BY_DEVICE_TYPE
   return at::autocast::is_autocast_enabled(d);
 #else
   return d == torch::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
@@ -18,7 +24,7 @@ bool autocast_enabled(torch::DeviceType d) {
 }
 
 void set_autocast_enabled(torch::DeviceType d, bool on) {
-#if TORCH_VERSION_MAJOR >= 2
+#if DYNAMIX_AUTOCAST_BY_DEVICE_TYPE
   at::autocast::set_autocast_enabled(d, on);
 #else
   if (d == torch::kCUDA) {
@@ -30,7 +36,7 @@ void set_autocast_enabled(torch::DeviceType d, bool on) {
 }
 
 at::ScalarType autocast_dtype(torch::DeviceType d) {
-#if TORCH_VERSION_MAJOR >= 2
+#if DYNAMIX_AUTOCAST_BY_DEVICE_TYPE
   return at::autocast::get_autocast_dtype(d);
 #else
   return d == torch::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
@@ -38,7 +44,7 @@ at::ScalarType autocast_dtype(torch::DeviceType d) {
 }
 
 void set_autocast_dtype(torch::DeviceType d, at::ScalarType t) {
-#if TORCH_VERSION_MAJOR >= 2
+#if DYNAMIX_AUTOCAST_BY_DEVICE_TYPE
   at::autocast::set_autocast_dtype(d, t);
 #else
   if (d == torch::kCUDA) {

@@ -80,8 +80,7 @@ void Trainer::log(const std::string& line) const {
 
 void Trainer::setup() {
   validate_for_world(config_, world_);
-  const Placement placement = resolve_placement(config_, options_.local_rank, options_.local_size);
-  device_ = placement.device;
+  device_ = choose_device(config_, options_.local_rank);
   if (config_.backend == "nccl" && comm_.backend() != "nccl") {
     throw Error("backend: nccl, but the trainer was given a " + comm_.backend() + " communicator");
   }
@@ -370,8 +369,8 @@ bool Trainer::step() {
       oom_what = e.what_without_backtrace();  // the graph and the batch go with the stack
     }
   }
-  // The batch's memory may go to the next upload, written on the copy stream (BatchUploader):
-  // no kernel may still read it. (loss.item() has synchronized already unless backward failed.)
+  // The batch's buffer is written again by the upload after next (BatchUploader): no kernel may
+  // still read it then. loss.item() has synchronized already, unless forward or backward failed.
   synchronize_device(device_);
   batch = Batch{};
   mine.samples = static_cast<double>(n);

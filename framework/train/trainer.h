@@ -41,7 +41,6 @@ struct TrainOptions {
   bool quiet = false;      // no progress lines
   bool write_outputs = true;
   int local_rank = 0;      // this rank's place among its node's ranks (device = local_rank % GPUs)
-  int local_size = 1;
 };
 
 class Trainer {

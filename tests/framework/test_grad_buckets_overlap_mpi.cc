@@ -179,5 +179,32 @@ TEST(GradBucketsOverlap, FailedBackwardStillCompletesTheStep) {
   expect_same_grads(f.net, f.ref, "step after the failure");
 }
 
+TEST(GradBuckets, GradientsDifferingOnlyInSizeOneStridesArePackedAsTheyAre) {
+  // A 1x1 convolution's weight under channels_last: the weight [4, 3, 1, 1] keeps strides
+  // (3, 1, 1, 1) (it is channels_last-contiguous already), while cuDNN makes its gradient with
+  // (3, 1, 3, 3) and AccumulateGrad keeps that. Same memory order: both paths must take it.
+  MpiCommunicator comm;
+  auto w = torch::randn({4, 3, 1, 1}).requires_grad_();
+  ASSERT_EQ(w.strides(), (std::vector<int64_t>{3, 1, 1, 1}));
+  const auto value = torch::arange(12, torch::kFloat32).reshape({4, 3, 1, 1}) * (comm.rank() + 1);
+  auto grad_like_cudnn = [&] { return torch::empty_strided({4, 3, 1, 1}, {3, 1, 3, 3}).copy_(value); };
+  double ranks_sum = 0;  // sum over ranks of (r + 1)
+  for (int r = 0; r < comm.size(); ++r) ranks_sum += r + 1;
+  const auto want = torch::arange(12, torch::kFloat32).reshape({4, 3, 1, 1}) * (0.5 * ranks_sum);
+
+  GradBuckets after({w}, 1.0, comm);
+  w.mutable_grad() = grad_like_cudnn();
+  after.reduce(0.5);
+  EXPECT_TRUE(torch::equal(w.grad(), want));
+
+  GradBuckets during({w}, 1.0, comm);
+  during.enable_overlap({});
+  w.mutable_grad() = torch::Tensor();
+  during.begin(0.5);
+  w.backward(grad_like_cudnn());  // the hook sees the gradient as given
+  during.finish(true);
+  EXPECT_TRUE(torch::equal(w.grad(), want));
+}
+
 }  // namespace
 }  // namespace dynamix
