@@ -43,21 +43,22 @@ bool same_layout(const std::vector<kernels::Segment<T>>& a, const std::vector<ke
 struct DevicePacker::Impl {
   torch::Device device;
   torch::Tensor norms;  // [local, global], float64 on the device
-  std::map<size_t, Table<float>> pack_f, unpack_f;
-  std::map<size_t, Table<double>> pack_d, unpack_d;
+  // One table per bucket, shared by pack and unpack (the same gradients).
+  std::map<size_t, Table<float>> tables_f;
+  std::map<size_t, Table<double>> tables_d;
 
   template <typename T>
-  std::map<size_t, Table<T>>& tables(bool pack) {
+  std::map<size_t, Table<T>>& tables() {
     if constexpr (std::is_same_v<T, float>) {
-      return pack ? pack_f : unpack_f;
+      return tables_f;
     } else {
-      return pack ? pack_d : unpack_d;
+      return tables_d;
     }
   }
 
   template <typename T>
-  const kernels::gpu::DeviceSegments<T>& table(bool pack, size_t key, const std::vector<kernels::Segment<T>>& segs) {
-    Table<T>& t = tables<T>(pack)[key];
+  const kernels::gpu::DeviceSegments<T>& table(size_t key, const std::vector<kernels::Segment<T>>& segs) {
+    Table<T>& t = tables<T>()[key];
     if (!same_layout(t.uploaded, segs)) {
       DYNAMIX_CUDA_CHECK(t.device.upload(segs, kStream));
       t.uploaded = segs;
@@ -69,7 +70,7 @@ struct DevicePacker::Impl {
   double* global() { return norms.data_ptr<double>() + 1; }
 };
 
-DevicePacker::DevicePacker(const torch::Device& device) : impl_(std::make_unique<Impl>(Impl{device, {}, {}, {}, {}, {}})) {
+DevicePacker::DevicePacker(const torch::Device& device) : impl_(std::make_unique<Impl>(Impl{device, {}, {}, {}})) {
   DYNAMIX_CHECK(device.is_cuda(), "DevicePacker: not a CUDA device");
   impl_->norms = torch::zeros({2}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
 }
@@ -84,14 +85,14 @@ void DevicePacker::begin() {
 template <typename T>
 void DevicePacker::pack(size_t key, const std::vector<kernels::Segment<T>>& segments, T scale, T* bucket) {
   make_device_current(impl_->device);
-  const auto& table = impl_->table<T>(true, key, segments);
+  const auto& table = impl_->table<T>(key, segments);
   DYNAMIX_CUDA_CHECK(kernels::gpu::pack_scale<T>(table, scale, bucket, impl_->local(), kStream));
 }
 
 template <typename T>
 void DevicePacker::unpack(size_t key, const T* bucket, const std::vector<kernels::Segment<T>>& segments) {
   make_device_current(impl_->device);
-  const auto& table = impl_->table<T>(false, key, segments);
+  const auto& table = impl_->table<T>(key, segments);
   DYNAMIX_CUDA_CHECK(kernels::gpu::unpack<T>(bucket, table, impl_->global(), kStream));
 }
 
@@ -107,10 +108,8 @@ void DevicePacker::pack_one(const torch::Tensor& grad, double scale, torch::Tens
 }
 
 void DevicePacker::clear_layouts() {
-  impl_->pack_f.clear();
-  impl_->unpack_f.clear();
-  impl_->pack_d.clear();
-  impl_->unpack_d.clear();
+  impl_->tables_f.clear();
+  impl_->tables_d.clear();
 }
 
 std::pair<double, double> DevicePacker::norms() {
