@@ -31,32 +31,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Device and backend from the command line; an empty `error` when they can be had. Decided
-// before MPI starts, from facts every rank of a node shares.
-struct Choice {
-  bool cuda = false;
-  std::string backend;
-  std::string error;
-};
-
-Choice choose(const BenchAllreduceCommand& cmd) {
-  Choice c;
-  c.cuda = cmd.device == "cuda";
-  if (c.cuda && !torch::cuda::is_available()) {
-    c.error = std::string("bench allreduce --device cuda: ") +
-              (at::hasCUDA() ? "LibTorch sees no CUDA device (driver, CUDA_VISIBLE_DEVICES?)"
-                             : "this build's LibTorch has no CUDA") +
-              "; use --device cpu";
-  } else if (cmd.backend == "nccl" && !c.cuda) {
-    c.error = "bench allreduce --backend nccl needs --device cuda";
-  } else if (cmd.backend == "nccl" && !nccl_built()) {
-    c.error =
-        "bench allreduce --backend nccl: this build has no NCCL (CUDA toolkit not found at configure time)";
-  }
-  c.backend = cmd.backend == "auto" ? (c.cuda && nccl_built() ? "nccl" : "mpi") : cmd.backend;
-  return c;
-}
-
 void synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
@@ -104,31 +78,52 @@ std::vector<torch::Tensor> make_params(int64_t count, int parts, const torch::De
 }  // namespace
 
 int run_bench_allreduce(const BenchAllreduceCommand& cmd, int* argc, char*** argv) {
-  const Choice choice = choose(cmd);
-  if (!choice.error.empty()) {
-    if (launcher_rank() == 0) std::fprintf(stderr, "dynamix: error: %s\n", choice.error.c_str());
-    return 2;
-  }
   MpiRuntime runtime(argc, argv);
   MpiCommunicator mpi;
   const int n = mpi.size(), rank = mpi.rank();
+  // Device and backend as the trainer chooses them (train.device, backend).
+  Config config;
+  config.train.device = cmd.device;
+  config.backend = cmd.backend;
+  torch::Device grad_device(torch::kCPU);
+  std::string backend, error;
   try {
-    torch::Device grad_device(torch::kCPU);
-    if (choice.cuda) {
-      const int devices = static_cast<int>(torch::cuda::device_count());
-      grad_device =
-          torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(runtime.local_rank() % devices));
+    grad_device = choose_device(config, runtime.local_rank());
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  int failed = error.empty() ? 0 : 1;
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (failed == 0) {
+    const bool shared = ranks_share_a_gpu(mpi, grad_device);
+    try {
+      backend = choose_backend(config, grad_device, shared);
+    } catch (const std::exception& e) {
+      error = e.what();
     }
+    failed = error.empty() ? 0 : 1;
+    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  }
+  if (failed != 0) {
+    if (!error.empty()) {
+      std::fprintf(stderr, "dynamix: error on rank %d: bench allreduce --device/--backend (as train.device/backend): %s\n",
+                   rank, error.c_str());
+    }
+    return 2;
+  }
+  try {
 #if DYNAMIX_HAVE_NCCL
     std::unique_ptr<NcclCommunicator> nccl;
-    // Collective; every rank throws if any rank cannot have a GPU of its own.
-    if (choice.backend == "nccl") nccl = std::make_unique<NcclCommunicator>(runtime);
+    // Collective; every rank throws if any rank cannot have its GPU.
+    if (backend == "nccl") {
+      nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, static_cast<int>(grad_device.index()));
+    }
     Communicator& comm = nccl ? static_cast<Communicator&>(*nccl) : mpi;
 #else
     Communicator& comm = mpi;
 #endif
     // Buffers handed to the communicator directly live where its backend takes them.
-    const torch::Device comm_device = choice.backend == "nccl" ? grad_device : torch::Device(torch::kCPU);
+    const torch::Device comm_device = backend == "nccl" ? grad_device : torch::Device(torch::kCPU);
     const size_t bucket_elems = static_cast<size_t>(cmd.bucket_mb * 1048576.0 / sizeof(float));
     if (rank == 0) {
       std::printf(

@@ -3,12 +3,10 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
 
 #include "framework/cli/commands.h"
 #include "framework/comm/mpi_communicator.h"
@@ -41,26 +39,6 @@ bool all_ok(Communicator& comm, const std::string& error) {
     }
   }
   return ok;
-}
-
-// Whether two ranks of one node train on the same GPU (NCCL refuses that). GPUs are told apart
-// by PCI bus id: under per-task binding every rank sees its own GPU as device 0.
-bool ranks_share_a_gpu(Communicator& comm, const torch::Device& device) {
-  constexpr size_t kLen = 192;
-  char mine[kLen] = {};
-  if (device.is_cuda()) {
-    char host[96] = {};
-    ::gethostname(host, sizeof(host) - 1);
-    std::snprintf(mine, kLen, "%s|%s", host, device_bus_id(device).c_str());
-  }
-  std::vector<char> all(kLen * static_cast<size_t>(comm.size()));
-  comm.allgather(mine, kLen, all.data());
-  std::set<std::string> seen;
-  for (int r = 0; r < comm.size(); ++r) {
-    const std::string id(&all[static_cast<size_t>(r) * kLen]);
-    if (!id.empty() && !seen.insert(id).second) return true;
-  }
-  return false;
 }
 
 }  // namespace

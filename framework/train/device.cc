@@ -2,6 +2,11 @@
 #include "framework/train/device.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <set>
+#include <vector>
 
 #include "framework/core/error.h"
 
@@ -73,6 +78,25 @@ std::string device_bus_id(const torch::Device& device) {
   cudaGetLastError();  // clear it; fall back to the index
 #endif
   return device.str();
+}
+
+// GPUs are told apart by PCI bus id: under per-task binding every rank sees its own GPU as device 0.
+bool ranks_share_a_gpu(Communicator& comm, const torch::Device& device) {
+  constexpr size_t kLen = 192;
+  char mine[kLen] = {};
+  if (device.is_cuda()) {
+    char host[96] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    std::snprintf(mine, kLen, "%s|%s", host, device_bus_id(device).c_str());
+  }
+  std::vector<char> all(kLen * static_cast<size_t>(comm.size()));
+  comm.allgather(mine, kLen, all.data());
+  std::set<std::string> seen;
+  for (int r = 0; r < comm.size(); ++r) {
+    const std::string id(&all[static_cast<size_t>(r) * kLen]);
+    if (!id.empty() && !seen.insert(id).second) return true;
+  }
+  return false;
 }
 
 void make_device_current(const torch::Device& device) {

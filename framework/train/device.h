@@ -12,6 +12,7 @@
 
 #include <string>
 
+#include "framework/comm/communicator.h"
 #include "framework/config/config.h"
 
 namespace dynamix {
@@ -23,6 +24,10 @@ torch::Device choose_device(const Config& config, int local_rank);
 // The backend for a rank on `device`; `gpu_shared`: another rank of the node uses the same GPU.
 // Throws dynamix::Error for nccl without a GPU, without NCCL in the build, or on a shared GPU.
 std::string choose_backend(const Config& config, const torch::Device& device, bool gpu_shared);
+
+// Whether two ranks of one node train on the same GPU (collective over `comm`; NCCL refuses two
+// ranks on one GPU).
+bool ranks_share_a_gpu(Communicator& comm, const torch::Device& device);
 
 // A name for the physical device: the PCI bus id of a GPU ("0000:3B:00.0"; "cuda:N" without the
 // CUDA toolkit in the build), "cpu" otherwise.
