@@ -45,6 +45,9 @@ struct GlobalStats {
   double noise_scale = 0;        // B_noise estimate (0 when not yet estimated)
   double step_time_spread = 1;   // max/min per-rank step-critical time
   double last_test_accuracy = -1;  // -1 before the first evaluation
+  // Samples/s of the load-balanced plan for this window's B, where the environment knows it (the
+  // simulator does; real runs leave 0 and learning policies estimate it).
+  double ideal_throughput = 0;
 };
 
 // Feasible set every plan is projected onto.

@@ -2,12 +2,12 @@
 // gradient noise scale choose the global batch B, then B is split so ranks finish together.
 #pragma once
 
-#include <deque>
 #include <string>
 #include <vector>
 
 #include "agent/batch_policy.h"
 #include "agent/noise_scale.h"
+#include "agent/rank_models.h"
 
 namespace dynamix {
 
@@ -21,11 +21,7 @@ class GnsPolicy : public BatchPolicy {
     int32_t grid = 48;              // candidate global batches (geometric) before refinement
     double ema_decay = 0.9;         // own noise-scale estimator, used when the state carries none
   };
-  // Predicted mean compute time of one rank: t(b) = alpha + beta·b (seconds).
-  struct RankModel {
-    double alpha = 0, beta = 0;
-    bool valid = false;
-  };
+  using RankModel = RankTimeModels::Model;
 
   GnsPolicy();
   explicit GnsPolicy(Options options);
@@ -35,22 +31,11 @@ class GnsPolicy : public BatchPolicy {
   // B / (max_i t_i(b_i) + comm) · (B_noise + B0) / (B_noise + B) and split it.
   BatchPlan decide(const ClusterState& state) override;
 
-  const std::vector<RankModel>& models() const { return models_; }
-  // Continuous split of B over the ranks with equal predicted compute time, within [lo_i, hi_i];
-  // returns the predicted compute time max_i t_i(b_i) and fills b.
-  double split(double global_batch, const std::vector<double>& lo, const std::vector<double>& hi,
-               std::vector<double>& b) const;
+  const std::vector<RankModel>& models() const { return models_.models(); }
 
  private:
-  struct Observation {
-    double batch, seconds;
-  };
-  void observe(const ClusterState& state);
-  RankModel fit(const std::deque<Observation>& obs) const;
-
   Options options_;
-  std::vector<std::deque<Observation>> history_;
-  std::vector<RankModel> models_;
+  RankTimeModels models_;
   NoiseScaleEstimator noise_;
 };
 

@@ -45,21 +45,32 @@ ActorCriticImpl::ActorCriticImpl(int64_t node_dim, int64_t global_dim, const std
   critic_ = register_module("critic", make_mlp(2 * node_dim + global_dim, hidden, 1, 1.0, gen));
 }
 
+torch::Tensor ActorCriticImpl::pool(const torch::Tensor& node, const torch::Tensor& mask) {
+  if (!mask.defined()) return torch::cat({node.mean(1), std::get<0>(node.max(1))}, 1);
+  auto m = mask.unsqueeze(-1).to(node.dtype());                                  // [T, N, 1]
+  auto mean = (node * m).sum(1) / m.sum(1).clamp_min(1.0);                       // [T, F]
+  auto max = std::get<0>(node.masked_fill(m.logical_not(), -1e9).max(1));        // [T, F]
+  return torch::cat({mean, max}, 1);
+}
+
 PolicyOutput ActorCriticImpl::forward(const torch::Tensor& node, const torch::Tensor& global,
                                       const torch::Tensor& mask) {
+  return forward_rows(node, pool(node, mask), global);
+}
+
+PolicyOutput ActorCriticImpl::forward_rows(const torch::Tensor& node, const torch::Tensor& pooled_nodes,
+                                           const torch::Tensor& global) {
   const int64_t t = node.size(0), n = node.size(1);
-  torch::Tensor mean, max;
-  if (mask.defined()) {
-    auto m = mask.unsqueeze(-1).to(node.dtype());                       // [T, N, 1]
-    mean = (node * m).sum(1) / m.sum(1).clamp_min(1.0);                 // [T, F]
-    max = std::get<0>(node.masked_fill(m.logical_not(), -1e9).max(1));  // [T, F]
-  } else {
-    mean = node.mean(1);
-    max = std::get<0>(node.max(1));
-  }
-  auto pooled = torch::cat({mean, max, global}, 1);  // [T, 2F + G]
+  auto pooled = torch::cat({pooled_nodes, global}, 1);  // [T, 2F + G]
   auto row = torch::cat({node, pooled.unsqueeze(1).expand({t, n, pooled.size(1)})}, 2);
   return {actor_->forward(row), critic_->forward(pooled).squeeze(-1)};
+}
+
+void ActorCriticImpl::set_action_bias(const std::vector<float>& bias) {
+  TORCH_CHECK(static_cast<int64_t>(bias.size()) == actions_, "set_action_bias: one value per action");
+  torch::NoGradGuard no_grad;
+  auto head = actor_->ptr(actor_->size() - 1)->as<torch::nn::Linear>();
+  head->bias.copy_(torch::tensor(bias));
 }
 
 void copy_parameters(ActorCritic& from, ActorCritic& to) {
@@ -77,10 +88,8 @@ bool parameters_finite(ActorCritic& net) {
   return true;
 }
 
-torch::Tensor joint_log_prob(const torch::Tensor& logits, const torch::Tensor& actions,
-                             const torch::Tensor& mask) {
-  auto logp = torch::log_softmax(logits, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1);  // [T, N]
-  return (logp * mask.to(logp.dtype())).sum(1);
+torch::Tensor rank_log_prob(const torch::Tensor& logits, const torch::Tensor& actions) {
+  return torch::log_softmax(logits, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1);  // [T, N]
 }
 
 torch::Tensor mean_entropy(const torch::Tensor& logits, const torch::Tensor& mask) {

@@ -23,6 +23,14 @@ class ActorCriticImpl : public torch::nn::Module {
                   uint64_t seed);
   PolicyOutput forward(const torch::Tensor& node, const torch::Tensor& global,
                        const torch::Tensor& mask = {});
+  // The same with the pooled context given ([T, 2F], from pool() over every rank), so a transition
+  // can keep a subset of its ranks' rows (node: [T, R, F]) and still see the whole cluster.
+  PolicyOutput forward_rows(const torch::Tensor& node, const torch::Tensor& pooled, const torch::Tensor& global);
+  // [mean_j x_j ‖ max_j x_j] over the real ranks: [T, 2F].
+  static torch::Tensor pool(const torch::Tensor& node, const torch::Tensor& mask = {});
+
+  // Sets the policy head's output bias (one logit offset per action): the untrained policy's prior.
+  void set_action_bias(const std::vector<float>& bias);
 
   int64_t node_dim() const { return node_dim_; }
   int64_t global_dim() const { return global_dim_; }
@@ -38,9 +46,8 @@ TORCH_MODULE(ActorCritic);
 void copy_parameters(ActorCritic& from, ActorCritic& to);
 bool parameters_finite(ActorCritic& net);
 
-// Sum over real ranks of log pi(a_i | s): the joint action's log-probability. [T]
-torch::Tensor joint_log_prob(const torch::Tensor& logits, const torch::Tensor& actions,
-                             const torch::Tensor& mask);
+// log pi(a_i | s) per rank: [T, N] (padding included; mask it).
+torch::Tensor rank_log_prob(const torch::Tensor& logits, const torch::Tensor& actions);
 // Mean over real ranks of the per-rank entropy (independent of the cluster size). [T]
 torch::Tensor mean_entropy(const torch::Tensor& logits, const torch::Tensor& mask);
 

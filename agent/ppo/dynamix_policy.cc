@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <ostream>
 
 #include "agent/plan_projection.h"
 #include "agent/ppo/actor_critic.h"
+#include "agent/ppo/moves.h"
 #include "agent/ppo/ppo_learner.h"
 #include "framework/core/error.h"
 
@@ -26,7 +28,28 @@ std::vector<int32_t> sanitized_current(const ClusterState& s) {
   return cur;
 }
 
+// Mean per-step time outside compute and straggler wait (data, allreduce, optimizer).
+double overhead_of(const ClusterState& s) {
+  double sum = 0;
+  for (const NodeRecord& r : s.nodes) sum += std::max(0.0, r.data_s + r.comm_s + r.optimizer_s);
+  return s.nodes.empty() ? 0 : sum / double(s.nodes.size());
+}
+
 }  // namespace
+
+double DynamixPolicy::target_batch(const ClusterState& s, const std::vector<int32_t>& current) const {
+  const double b_cur = std::accumulate(current.begin(), current.end(), 0.0);
+  if (s.bounds.fixed_global) return s.bounds.global_batch > 0 ? s.bounds.global_batch : b_cur;
+  // Adaptive B: the goodput-optimal global batch of the fitted models and the noise scale.
+  const double noise = s.global.noise_scale;
+  if (!models_.ready() || !(noise > 0) || !std::isfinite(noise)) return b_cur;
+  return goodput_batch(models_, s.bounds, b_cur, overhead_of(s), noise, kGoodputMinGain);
+}
+
+double DynamixPolicy::estimated_ideal(const ClusterState& s, const BalanceView& view) const {
+  if (!view.ready || !(view.predicted_compute_s > 0)) return 0;
+  return view.global_batch / (view.predicted_compute_s + overhead_of(s));
+}
 
 DynamixPolicy::DynamixPolicy(DynamixOptions o)
     : config_(o.ppo),
@@ -39,11 +62,17 @@ DynamixPolicy::DynamixPolicy(DynamixOptions o)
       rng_(o.ppo.seed) {
   validate(config_);
   learner_ = std::make_unique<PpoLearner>(config_, kNodeFeatures, kGlobalFeatures);
-  if (!o.checkpoint.empty()) load(o.checkpoint);
+  std::string source = o.checkpoint;
+  if (!o.checkpoint.empty()) {
+    load(o.checkpoint);
+  } else if (!o.archive.empty()) {
+    load_archive(o.archive, o.archive_name);
+    source = o.archive_name;
+  }
+  DYNAMIX_CHECK(learn_ || !source.empty(), "dynamix: inference (policy.learn: false) needs a trained policy");
   publish_snapshot();
-  log("dynamix: " +
-      std::string(learn_ ? (o.checkpoint.empty() ? "learning online" : "fine-tuning ") : "inference from ") +
-      o.checkpoint + "\nppo config:\n" + to_string(config_));
+  log("dynamix: " + std::string(learn_ ? (source.empty() ? "learning from scratch" : "fine-tuning ") : "inference from ") +
+      source + "\nppo config:\n" + to_string(config_));
   if (learn_ && config_.background_update) worker_ = std::thread(&DynamixPolicy::worker_loop, this);
 }
 
@@ -67,8 +96,7 @@ DynamixPolicy::NetPtr DynamixPolicy::snapshot() const {
 
 // Called with learner_mutex_ held (or before the worker exists).
 void DynamixPolicy::publish_snapshot() {
-  ActorCritic copy(kNodeFeatures, kGlobalFeatures, config_.hidden,
-                   static_cast<int64_t>(config_.multipliers.size()), config_.seed);
+  ActorCritic copy(kNodeFeatures, kGlobalFeatures, config_.hidden, kMoves, config_.seed);
   copy_parameters(learner_->net(), copy);
   copy->eval();
   std::lock_guard<std::mutex> lk(snapshot_mutex_);
@@ -92,14 +120,17 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
         return fallback(s, current, why);
       }
     }
-    EncodedState enc = encode_state(s);
-    if (!enc.finite) return fallback(s, current, "dynamix: non-finite state: " + enc.problem);
     // A resized cluster or a restarted run (window 0) begins a new episode.
     if (!prev_batches_.empty() && (prev_batches_.size() != n || s.window == 0)) {
       pending_.reset();
       prev_batches_.clear();
       reward_.reset();
+      models_.reset();
     }
+    models_.observe(s);
+    const BalanceView view = balance_view(s, models_, target_batch(s, current));
+    EncodedState enc = encode_state(s, models_, view);
+    if (!enc.finite) return fallback(s, current, "dynamix: non-finite state: " + enc.problem);
     const auto rows = static_cast<int64_t>(n);
     if (learn_) {
       node_norm_.update(enc.node, rows);
@@ -122,7 +153,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     // Reward the previous action with the window it produced, and store its transition.
     BatchPlan plan;
     if (!prev_batches_.empty()) {
-      last_reward_ = reward_.reward(s, prev_batches_);
+      last_reward_ = reward_.reward(s, prev_batches_, estimated_ideal(s, view));
       plan.reward = last_reward_.total;
       plan.has_reward = true;
       if (pending_ && learn_) {
@@ -133,13 +164,13 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
       reward_.observe_first(s);
     }
 
-    // Act: sample while learning, argmax otherwise; the joint log-prob is the sum over ranks.
+    // Act: sample while learning, argmax otherwise; each rank moves toward one of the proposals.
     auto lp = logp.accessor<float, 2>();
     const int64_t actions = logp.size(1);
     std::vector<int64_t> chosen(n);
+    std::vector<float> chosen_logp(n);
     std::vector<double> desired(n);
     plan.actions.resize(n);
-    double joint = 0;
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
     for (size_t i = 0; i < n; ++i) {
       int64_t a = 0;
@@ -153,23 +184,20 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
         for (int64_t k = 1; k < actions; ++k) a = lp[i][k] > lp[i][a] ? k : a;
       }
       chosen[i] = a;
-      joint += lp[i][a];
-      plan.actions[i] = config_.multipliers[a];
-      desired[i] = current[i] * config_.multipliers[a];
+      chosen_logp[i] = lp[i][a];
+      plan.actions[i] = static_cast<double>(a);
+      const MoveSpec& move = kMoveSpecs[a];
+      const double target = move.fast ? view.fast[i] : view.slow[i];
+      desired[i] = current[i] * std::pow(target / current[i], move.fraction);
     }
-    BatchPlan projected = project_plan(desired, current, s.bounds);
+    BatchBounds bounds = s.bounds;
+    bounds.fixed_global = true;
+    bounds.global_batch = static_cast<int32_t>(std::lround(view.global_batch));
+    BatchPlan projected = project_plan(desired, current, bounds);
     plan.batch_sizes = std::move(projected.batch_sizes);
     plan.note = std::move(projected.note);
 
-    if (learn_) {
-      pending_ = std::make_unique<Transition>();
-      pending_->ranks = rows;
-      pending_->node = std::move(node);
-      pending_->global = std::move(glob);
-      pending_->actions = std::move(chosen);
-      pending_->logp = joint;
-      pending_->value = value;
-    }
+    if (learn_) store_pending(node, glob, chosen, chosen_logp, value);
     prev_batches_ = current;
     last_safe_ = plan.batch_sizes;
     return plan;
@@ -178,6 +206,36 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     return fallback(s, current,
                     std::string("dynamix: ") + (c10_error ? c10_error->what_without_backtrace() : e.what()));
   }
+}
+
+// The transition waiting for its reward: every rank's row, or a random subset of
+// kMaxRowsPerTransition rows on large clusters, with the pooled context of all of them.
+void DynamixPolicy::store_pending(const std::vector<float>& node, const std::vector<float>& glob,
+                                  const std::vector<int64_t>& chosen, const std::vector<float>& logp,
+                                  double value) {
+  const int64_t n = static_cast<int64_t>(chosen.size());
+  std::vector<int64_t> rows(n);
+  std::iota(rows.begin(), rows.end(), 0);
+  if (n > kMaxRowsPerTransition) {
+    for (int64_t k = 0; k < kMaxRowsPerTransition; ++k) {  // partial Fisher-Yates
+      std::uniform_int_distribution<int64_t> pick(k, n - 1);
+      std::swap(rows[k], rows[pick(rng_)]);
+    }
+    rows.resize(kMaxRowsPerTransition);
+  }
+  auto t = std::make_unique<Transition>();
+  t->ranks = static_cast<int64_t>(rows.size());
+  for (int64_t i : rows) {
+    t->node.insert(t->node.end(), node.begin() + i * kNodeFeatures, node.begin() + (i + 1) * kNodeFeatures);
+    t->actions.push_back(chosen[i]);
+    t->logp.push_back(logp[i]);
+  }
+  torch::Tensor pooled =
+      ActorCriticImpl::pool(torch::from_blob(const_cast<float*>(node.data()), {1, n, kNodeFeatures})).contiguous();
+  t->pooled.assign(pooled.data_ptr<float>(), pooled.data_ptr<float>() + pooled.numel());
+  t->global = glob;
+  t->value = value;
+  pending_ = std::move(t);
 }
 
 BatchPlan DynamixPolicy::fallback(const ClusterState& s, const std::vector<int32_t>& current,
@@ -267,9 +325,12 @@ void DynamixPolicy::run_update(Rollout& rollout) {
 
 double DynamixPolicy::end_episode(const ClusterState& final_state) {
   double reward = 0;
-  if (!prev_batches_.empty() && prev_batches_.size() == final_state.nodes.size() &&
-      encode_state(final_state).finite) {
-    last_reward_ = reward_.reward(final_state, prev_batches_);
+  if (!prev_batches_.empty() && prev_batches_.size() == final_state.nodes.size()) {
+    models_.observe(final_state);
+    std::vector<int32_t> current(final_state.nodes.size());
+    for (size_t i = 0; i < current.size(); ++i) current[i] = std::max(1, final_state.nodes[i].batch_size);
+    const BalanceView view = balance_view(final_state, models_, target_batch(final_state, current));
+    last_reward_ = reward_.reward(final_state, prev_batches_, estimated_ideal(final_state, view));
     reward = last_reward_.total;
     if (learn_ && pending_) {
       pending_->reward = reward;
@@ -280,6 +341,7 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
   pending_.reset();
   prev_batches_.clear();
   reward_.reset();
+  models_.reset();
   return reward;
 }
 

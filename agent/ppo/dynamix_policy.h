@@ -1,4 +1,4 @@
-// DYNAMIX — the `dynamix` BatchPolicy: PPO over per-rank batch multipliers, learning off-thread.
+// DYNAMIX — the `dynamix` BatchPolicy: PPO residual on the balanced plan, learning off-thread.
 #pragma once
 
 #include <condition_variable>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/batch_policy.h"
+#include "agent/rank_models.h"
 #include "agent/ppo/ppo_config.h"
 #include "agent/ppo/reward.h"
 #include "agent/ppo/state_encoder.h"
@@ -28,7 +29,9 @@ struct UpdateStats;
 struct DynamixOptions {
   PpoConfig ppo;                // ignored (but for background_update) when `checkpoint` is given
   bool learn = true;            // false: inference only (argmax actions, frozen normaliser)
-  std::string checkpoint;       // saved policy to start from (learn = true: fine-tune)
+  std::string checkpoint;       // saved policy file to start from (learn = true: fine-tune)
+  std::string archive;          // or its bytes (the shipped default policy), when checkpoint is empty
+  std::string archive_name;     // where `archive` came from, for messages
   std::ostream* log = nullptr;  // config at start, one line per update; nullptr = silent
 };
 
@@ -53,6 +56,8 @@ class DynamixPolicy : public BatchPolicy {
   // The same content as a file, written to PATH.tmp then renamed (atomic on POSIX).
   void save(const std::string& path) const;
   void load(const std::string& path);
+  // The same from bytes; `source` names them in errors.
+  void load_archive(const std::string& bytes, const std::string& source);
 
   // Episode boundary (simulator): rewards the last action with `final_state`, marks it terminal
   // (when learning) and returns that reward (0 when there was no action to reward).
@@ -75,6 +80,8 @@ class DynamixPolicy : public BatchPolicy {
   NetPtr snapshot() const;
   void publish_snapshot();
   BatchPlan fallback(const ClusterState& state, const std::vector<int32_t>& current, const std::string& why);
+  void store_pending(const std::vector<float>& node, const std::vector<float>& glob,
+                     const std::vector<int64_t>& chosen, const std::vector<float>& logp, double value);
   void push_transition(double next_value);
   void hand_off(double last_value);
   void worker_loop();
@@ -82,6 +89,11 @@ class DynamixPolicy : public BatchPolicy {
   void write_archive(std::ostream& out) const;
   void read_archive(std::istream& in);
   void log(const std::string& line) const;
+  // B the plan must sum to: fixed, or (batch.global: adaptive) the goodput-optimal one.
+  double target_batch(const ClusterState& state, const std::vector<int32_t>& current) const;
+  // Samples/s of the balanced plan predicted by the fitted models (0 when unknown).
+  double estimated_ideal(const ClusterState& state, const BalanceView& view) const;
+  static constexpr double kGoodputMinGain = 0.01;
 
   PpoConfig config_;
   bool learn_;
@@ -93,6 +105,7 @@ class DynamixPolicy : public BatchPolicy {
 
   // Decision-thread state.
   RunningNorm node_norm_, global_norm_;
+  RankTimeModels models_;
   RewardTracker reward_;
   RewardTerms last_reward_;
   std::unique_ptr<Transition> pending_;  // last action, waiting for its reward

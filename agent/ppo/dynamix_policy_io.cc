@@ -11,7 +11,9 @@
 namespace dynamix {
 namespace {
 
-constexpr const char* kFormat = "dynamix-ppo/1";
+// Version 2: scale-free residual policy (features: state_encoder.h, actions: moves.h). Version 1
+// files (multiplier actions) are refused with a clear message: their network reads other inputs.
+constexpr const char* kFormat = "dynamix-ppo/2";
 
 std::vector<double> to_vector(const torch::Tensor& t) {
   auto c = t.to(torch::kDouble).contiguous();
@@ -36,8 +38,6 @@ void DynamixPolicy::write_archive(std::ostream& out) const {
   a.write("norm.global.mean", torch::tensor(global_norm_.mean(), torch::kDouble));
   a.write("norm.global.var", torch::tensor(global_norm_.var(), torch::kDouble));
   a.write("norm.global.count", torch::tensor({global_norm_.count()}, torch::kDouble));
-  a.write("reward.reference",
-          torch::tensor({reward_.reference_goodput(), reward_.reference_batch()}, torch::kDouble));
   {
     std::lock_guard<std::mutex> q(queue_mutex_);
     a.write("updates", torch::tensor({updates_}, torch::kLong));
@@ -52,8 +52,10 @@ void DynamixPolicy::read_archive(std::istream& in) {
   torch::serialize::InputArchive a;
   a.load_from(in);
   c10::IValue v;
-  DYNAMIX_CHECK(a.try_read("format", v) && v.isString() && v.toStringRef() == kFormat,
+  DYNAMIX_CHECK(a.try_read("format", v) && v.isString(),
                 std::string("not a dynamix policy (expected format ") + kFormat + ")");
+  DYNAMIX_CHECK(v.toStringRef() == kFormat, "policy format " + v.toStringRef() + " is not supported (expected " +
+                                                kFormat + "; retrain it with `dynamix agent pretrain`)");
   a.read("config", v);
   PpoConfig loaded = ppo_config_from_string(v.toStringRef());
   loaded.background_update = config_.background_update;  // a property of this run, not of the policy
@@ -73,7 +75,6 @@ void DynamixPolicy::read_archive(std::istream& in) {
   global_norm.set(read("norm.global.mean"), read("norm.global.var"), read("norm.global.count").at(0));
   DYNAMIX_CHECK(node_norm.dims() == kNodeFeatures && global_norm.dims() == kGlobalFeatures,
                 "saved normaliser has the wrong number of features");
-  std::vector<double> ref = read("reward.reference");
   std::vector<double> updates = read("updates");
   a.read("rng", v);
   std::istringstream rng(v.toStringRef());
@@ -85,7 +86,7 @@ void DynamixPolicy::read_archive(std::istream& in) {
   node_norm_ = node_norm;
   global_norm_ = global_norm;
   reward_ = RewardTracker(config_.reward);
-  if (ref.size() == 2 && ref[0] > 0) reward_.set_reference(ref[0], ref[1]);
+  models_.reset();
   pending_.reset();
   rollout_ = std::make_unique<Rollout>();
   prev_batches_.clear();
@@ -123,6 +124,17 @@ void DynamixPolicy::save(const std::string& path) const {
     DYNAMIX_CHECK(out, "dynamix: write failed for policy file " + tmp);
   }
   DYNAMIX_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "dynamix: cannot rename " + tmp + " to " + path);
+}
+
+void DynamixPolicy::load_archive(const std::string& bytes, const std::string& source) {
+  std::istringstream in(bytes);
+  try {
+    read_archive(in);
+  } catch (const c10::Error& e) {
+    throw Error("dynamix: cannot read " + source + ": " + e.what_without_backtrace());
+  } catch (const Error& e) {
+    throw Error("dynamix: " + source + ": " + e.what());
+  }
 }
 
 void DynamixPolicy::load(const std::string& path) {

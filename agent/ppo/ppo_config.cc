@@ -94,9 +94,7 @@ const std::map<std::string, Field>& fields() {
           c.hidden.clear();
           for (double h : parse_list(k, v)) c.hidden.push_back(static_cast<int64_t>(h));
         }}},
-      {"multipliers",
-       {[](const PpoConfig& c) { return join(c.multipliers); },
-        [](PpoConfig& c, const std::string& k, const std::string& v) { c.multipliers = parse_list(k, v); }}},
+      {"prior_logit", scalar(&PpoConfig::prior_logit)},
       {"obs_clip", scalar(&PpoConfig::obs_clip)},
       {"reward.efficiency", reward_scalar(&RewardWeights::efficiency)},
       {"reward.instability", reward_scalar(&RewardWeights::instability)},
@@ -156,8 +154,7 @@ void validate(const PpoConfig& c) {
   check(c.max_grad_norm > 0, "max_grad_norm", "> 0");
   check(!c.hidden.empty(), "hidden", "a non-empty list of layer widths");
   for (int64_t h : c.hidden) check(h >= 1, "hidden", "positive widths");
-  check(c.multipliers.size() >= 2, "multipliers", "a list of at least 2 factors");
-  for (double m : c.multipliers) check(std::isfinite(m) && m > 0, "multipliers", "finite and > 0");
+  check(std::isfinite(c.prior_logit), "prior_logit", "finite");
   check(c.obs_clip > 0, "obs_clip", "> 0");
 }
 

@@ -8,11 +8,14 @@
 namespace dynamix {
 
 // Weights of the per-window reward terms (see agent/ppo/reward.h and docs/AGENT.md).
+// With a fixed global batch the split changes neither the loss nor the gradient statistics, so
+// instability and generalization only add noise there: they are off by default (set them for
+// research on adaptive batches). Churn is small: it breaks ties toward holding.
 struct RewardWeights {
-  double efficiency = 1.0;        // goodput relative to the episode's reference window
-  double instability = 0.5;       // loss spikes and gradient-norm-variance jumps
-  double churn = 0.1;             // mean relative size of the batch change
-  double generalization = 0.1;    // improvement of test accuracy or training loss
+  double efficiency = 1.0;        // throughput as a fraction of the load-balanced ideal
+  double instability = 0.0;       // loss spikes and gradient-norm-variance jumps
+  double churn = 0.02;            // mean relative size of the batch change
+  double generalization = 0.0;    // improvement of test accuracy or training loss
   double spike_threshold = 0.05;  // loss rises below this relative amount are noise, not spikes
   double oom = 2.0;               // a plan that ran a rank out of memory (per window it happened)
 };
@@ -20,7 +23,7 @@ struct RewardWeights {
 // PPO as in CleanRL's ppo.py, with the literature's defaults.
 struct PpoConfig {
   // Optimisation.
-  double gamma = 0.99;       // discount
+  double gamma = 0.9;        // discount (a move pays off in the next windows, not hundreds later)
   double gae_lambda = 0.95;  // GAE(lambda)
   double clip_coef = 0.2;    // ratio clip (also the value clip when clip_vloss)
   bool clip_vloss = true;    // clipped value loss
@@ -33,12 +36,14 @@ struct PpoConfig {
   double max_grad_norm = 0.5;
   double target_kl = 0.02;        // stop the epochs once approx-KL exceeds it (<= 0: never)
   bool norm_adv = true;           // (adv - mean) / (std + 1e-8) over the rollout
-  int64_t rollout_windows = 64;   // transitions (decision windows) per update
+  int64_t rollout_windows = 128;  // transitions (decision windows) per update
   bool background_update = true;  // update on a worker thread; false = inside decide()
 
   // Network: one MLP shared by all ranks, one for the value.
   std::vector<int64_t> hidden = {64, 64};
-  std::vector<double> multipliers = {0.75, 0.9, 1.0, 1.1, 1.33};  // action set per rank
+  // Residual start: the untrained policy head favours "move to the balanced plan" by this logit,
+  // so learning begins from the heuristic and improves on it (actions: agent/ppo/moves.h).
+  double prior_logit = 1.5;
 
   // Observation normalisation.
   double obs_clip = 5.0;

@@ -6,9 +6,10 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
-#include <random>
+#include <numeric>
 
 #include "agent/ppo/ppo_learner.h"
+#include "agent/sim/sim_rng.h"
 #include "framework/core/error.h"
 
 namespace dynamix {
@@ -44,37 +45,133 @@ EpisodeResult run_sim_episode(DynamixPolicy& policy, ClusterSimulator& sim, int6
   return r;
 }
 
-SimConfig random_cluster(const PretrainOptions& o, int64_t episode) {
-  std::mt19937_64 rng(o.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(episode));
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  auto log_uniform = [&](double lo, double hi) { return lo * std::pow(hi / lo, u(rng)); };
-  SimConfig c;
-  // Log-uniform size: small clusters are as common as large ones per doubling.
-  c.nodes = static_cast<int32_t>(std::lround(log_uniform(o.min_nodes, o.max_nodes + 0.49)));
-  c.nodes = std::clamp(c.nodes, o.min_nodes, o.max_nodes);
-  c.seed = rng();
+namespace {
+
+struct Draw {
+  SimRng rng;
+  double uniform(double lo, double hi) { return lo + (hi - lo) * rng.uniform(); }
+  double log_uniform(double lo, double hi) { return lo * std::pow(hi / lo, rng.uniform()); }
+  int32_t below(int32_t n) { return static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::max(1, n))); }
+  bool chance(double p) { return rng.uniform() < p; }
+  std::vector<int32_t> ranks(int32_t nodes, int32_t count) {
+    std::vector<int32_t> all(static_cast<size_t>(nodes));
+    std::iota(all.begin(), all.end(), 0);
+    for (int32_t k = 0; k < count && k < nodes; ++k) std::swap(all[size_t(k)], all[size_t(k + below(nodes - k))]);
+    all.resize(static_cast<size_t>(std::min(count, nodes)));
+    return all;
+  }
+};
+
+// Relative speeds: one class (homogeneous), a few device kinds, or a continuum.
+std::vector<double> draw_speeds(Draw& d, int32_t nodes, double max_ratio, bool homogeneous) {
+  std::vector<double> speed(static_cast<size_t>(nodes), 1.0);
+  if (homogeneous) return speed;
+  const double ratio = d.log_uniform(1.2, max_ratio);
+  if (d.chance(0.6)) {
+    const int classes = 2 + d.below(3);
+    std::vector<double> class_speed(static_cast<size_t>(classes));
+    for (double& s : class_speed) s = d.log_uniform(1 / ratio, 1.0);
+    class_speed[0] = 1.0, class_speed[1] = 1 / ratio;  // the full ratio is present
+    for (double& s : speed) s = class_speed[size_t(d.below(classes))];
+  } else {
+    for (double& s : speed) s = d.log_uniform(1 / ratio, 1.0);
+  }
+  return speed;
+}
+
+// Dynamic heterogeneity over an episode of `steps` steps; returns its kind.
+std::string draw_events(Draw& d, SimConfig& c, int64_t steps, int64_t window) {
+  const int32_t n = c.nodes;
+  auto group = [&] { return d.ranks(n, 1 + d.below(std::max(1, n / (d.chance(0.3) ? 2 : 8)))); };
+  auto event = [&](int64_t at, std::vector<int32_t> ranks, double slowdown, int64_t duration) {
+    c.events.push_back({at, std::move(ranks), slowdown, duration});
+  };
+  const double slowdown = d.log_uniform(1.3, 6.0);
+  const int64_t at = static_cast<int64_t>(d.uniform(0.1, 0.6) * steps);
+  std::string kind;
+  switch (d.below(5)) {
+    case 0:
+      kind = "step";
+      event(at, group(), slowdown, 0);
+      break;
+    case 1:
+      kind = "transient";
+      event(at, group(), slowdown, std::max<int64_t>(1, static_cast<int64_t>(d.uniform(0.05, 0.4) * steps)));
+      break;
+    case 2: {
+      kind = "periodic";
+      const int64_t period = window * (2 + d.below(7)), on = std::max<int64_t>(1, period / 2);
+      const std::vector<int32_t> ranks = group();
+      for (int64_t t = at; t < steps; t += period) event(t, ranks, slowdown, on);
+      break;
+    }
+    case 3: {
+      kind = "wave";
+      const int64_t span = std::max<int64_t>(1, window * (1 + d.below(4)));
+      for (int64_t t = at; t < steps; t += span) event(t, group(), slowdown, span);
+      break;
+    }
+    default: {
+      kind = "recover";
+      const std::vector<int32_t> ranks = group();
+      const int64_t end = at + std::max<int64_t>(window, static_cast<int64_t>(d.uniform(0.1, 0.3) * steps));
+      event(at, ranks, slowdown, 0);
+      event(end, ranks, 1.0, 0);
+      event(end, group(), d.log_uniform(1.3, 6.0), 0);  // then another rank slows
+      break;
+    }
+  }
+  std::stable_sort(c.events.begin(), c.events.end(),
+                   [](const SimEvent& a, const SimEvent& b) { return a.at_step < b.at_step; });
+  return kind;
+}
+
+}  // namespace
+
+PretrainEpisode random_episode(const PretrainOptions& o, int64_t episode) {
+  Draw d{SimRng(o.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(episode))};
+  PretrainEpisode ep;
+  SimConfig& c = ep.config;
+  c.nodes = std::clamp(static_cast<int32_t>(std::lround(d.log_uniform(o.min_nodes, o.max_nodes + 0.49))),
+                       o.min_nodes, o.max_nodes);
+  c.seed = d.rng.next();
   c.profile = "pretrain-random";
-  // A few speed classes, as real clusters mix a handful of device kinds.
-  const int classes = 1 + static_cast<int>(u(rng) * 4);
-  std::vector<double> class_speed(classes);
-  for (double& s : class_speed) s = log_uniform(o.min_speed, o.max_speed);
-  for (int32_t i = 0; i < c.nodes; ++i) {
-    double speed = class_speed[rng() % classes];
-    c.alpha_s.push_back(c.workload.alpha_s / speed);
-    c.beta_s.push_back(c.workload.beta_s / speed);
+  ep.batch_per_rank = o.batch_per_rank;
+  ep.window = o.min_window + d.below(o.max_window - o.min_window + 1);
+
+  // Compute: a full-speed rank's step time at the starting batch, and its fixed share.
+  const double step = d.log_uniform(o.min_step_s, o.max_step_s), fixed = d.uniform(0, 0.6);
+  const bool homogeneous = d.chance(o.homogeneous_probability);
+  for (double speed : draw_speeds(d, c.nodes, o.max_speed_ratio, homogeneous)) {
+    c.alpha_s.push_back(fixed * step / speed);
+    c.beta_s.push_back((1 - fixed) * step / o.batch_per_rank / speed);
   }
-  c.workload.target_progress = 1e12;  // episodes end by window count, not by the target
-  if (u(rng) < o.event_probability) {
-    SimEvent e;
-    e.at_step = static_cast<int64_t>(u(rng) * o.windows_per_episode * o.window);
-    const int32_t hit = 1 + static_cast<int32_t>(u(rng) * std::max(1, c.nodes / 4));
-    for (int32_t k = 0; k < hit; ++k) e.ranks.push_back(static_cast<int32_t>(rng() % c.nodes));
-    e.slowdown = 1.5 + 2.5 * u(rng);
-    e.duration_steps =
-        u(rng) < 0.5 ? 0 : static_cast<int64_t>((0.2 + 0.5 * u(rng)) * o.windows_per_episode * o.window);
-    c.events.push_back(e);
+  // Communication: a share of the mean step, as ring bytes over the bandwidth.
+  SimWorkload& w = c.workload;
+  double mean_compute = 0;
+  for (int32_t i = 0; i < c.nodes; ++i) mean_compute += (c.alpha_s[size_t(i)] + c.beta_s[size_t(i)] * o.batch_per_rank) / c.nodes;
+  const double share = d.uniform(0.001, o.max_comm_share);
+  const double comm_s = share / (1 - share) * mean_compute, n = c.nodes;
+  w.latency_us = 0;
+  w.grad_bytes = 1e8;
+  w.bandwidth_gbps = c.nodes > 1 ? 2 * (n - 1) / n * w.grad_bytes * 8 / 1e9 / comm_s : 1;
+  w.noise = d.uniform(0, o.max_noise);
+  w.target_progress = 1e18;  // episodes end by window count, not by the target
+
+  ep.bounds.min = 1 + d.below(8);
+  ep.bounds.fixed_global = true;
+  ep.bounds.global_batch = c.nodes * o.batch_per_rank;
+  ep.bounds.max_change = o.max_change;
+  ep.bounds.max = {o.batch_max};
+  if (d.chance(o.memory_cap_probability)) {  // memory caps: some ranks hold little more than they start with
+    ep.bounds.max.assign(static_cast<size_t>(c.nodes), o.batch_max);
+    for (auto& m : ep.bounds.max) {
+      if (d.chance(0.5)) m = static_cast<int32_t>(o.batch_per_rank * d.log_uniform(1.0, 4.0));
+    }
   }
-  return c;
+  ep.kind = homogeneous ? "homogeneous" : "static";
+  if (d.chance(o.event_probability)) ep.kind = draw_events(d, c, o.windows_per_episode * ep.window, ep.window);
+  return ep;
 }
 
 int run_pretrain(const PretrainOptions& o) {
@@ -82,13 +179,18 @@ int run_pretrain(const PretrainOptions& o) {
   DYNAMIX_CHECK(o.min_nodes >= 1 && o.max_nodes >= o.min_nodes,
                 "agent pretrain: need 1 <= min_nodes <= max_nodes, got " + std::to_string(o.min_nodes) +
                     ".." + std::to_string(o.max_nodes));
-  DYNAMIX_CHECK(o.min_speed > 0 && o.max_speed >= o.min_speed,
-                "agent pretrain: need 0 < min_speed <= max_speed");
-  DYNAMIX_CHECK(o.windows_per_episode >= 1 && o.window >= 1,
-                "agent pretrain: windows and window must be >= 1");
-  DYNAMIX_CHECK(o.batch_per_rank >= o.batch_min && o.batch_per_rank <= o.batch_max,
-                "agent pretrain: batch_per_rank must lie in [batch_min, batch_max]");
+  DYNAMIX_CHECK(o.min_step_s > 0 && o.max_step_s >= o.min_step_s,
+                "agent pretrain: need 0 < min_step_s <= max_step_s");
+  DYNAMIX_CHECK(o.max_speed_ratio >= 1.2, "agent pretrain: max_speed_ratio must be >= 1.2");
+  DYNAMIX_CHECK(o.max_comm_share >= 0.001 && o.max_comm_share < 1, "agent pretrain: max_comm_share in [0.001, 1)");
+  DYNAMIX_CHECK(o.windows_per_episode >= 1 && o.min_window >= 1 && o.max_window >= o.min_window,
+                "agent pretrain: windows and window sizes must be >= 1");
+  DYNAMIX_CHECK(o.batch_per_rank >= 8 && o.batch_per_rank <= o.batch_max,
+                "agent pretrain: batch_per_rank must lie in [8, batch_max]");
   std::ostream& out = o.log ? *o.log : std::cout;
+  // One intra-op thread: the same seed rebuilds the same policy file bit for bit (the small
+  // network gains nothing from more threads, and reductions split over threads may reorder sums).
+  torch::set_num_threads(1);
 
   DynamixOptions po;
   po.ppo = o.ppo;
@@ -99,7 +201,8 @@ int run_pretrain(const PretrainOptions& o) {
   po.log = nullptr;
   DynamixPolicy policy(po);
   out << "agent pretrain: " << o.episodes << " episodes x " << o.windows_per_episode << " windows of "
-      << o.window << " steps, " << o.min_nodes << ".." << o.max_nodes << " nodes, seed " << o.seed
+      << o.min_window << ".." << o.max_window << " steps, " << o.min_nodes << ".." << o.max_nodes
+      << " nodes, seed " << o.seed
       << "\nppo config:\n"
       << to_string(policy.config()) << std::flush;
 
@@ -107,14 +210,8 @@ int run_pretrain(const PretrainOptions& o) {
   double sum_reward = 0, sum_ratio = 0, sum_final = 0;
   int64_t in_block = 0;
   for (int64_t ep = 0; ep < o.episodes; ++ep) {
-    SimConfig cfg = random_cluster(o, ep);
-    BatchBounds bounds;
-    bounds.min = o.batch_min;
-    bounds.max = {o.batch_max};
-    bounds.fixed_global = true;
-    bounds.global_batch = cfg.nodes * o.batch_per_rank;
-    bounds.max_change = o.max_change;
-    ClusterSimulator sim(cfg, bounds, {o.batch_per_rank}, o.window);
+    const PretrainEpisode draw = random_episode(o, ep);
+    ClusterSimulator sim(draw.config, draw.bounds, {draw.batch_per_rank}, draw.window);
     EpisodeResult r = run_sim_episode(policy, sim, o.windows_per_episode);
     sum_reward += r.mean_reward;
     sum_ratio += r.ideal_ratio;

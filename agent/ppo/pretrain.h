@@ -11,22 +11,38 @@
 
 namespace dynamix {
 
+// Domain randomization (docs/AGENT.md, "Pretraining"): every episode draws a cluster and a
+// workload from these ranges, so the policy never leans on one magnitude.
 struct PretrainOptions {
-  int64_t episodes = 300;
+  int64_t episodes = 1200;
   uint64_t seed = 1;  // clusters, events and the policy's sampling
-  int32_t min_nodes = 4, max_nodes = 64;
-  double min_speed = 0.25, max_speed = 1.0;  // relative node speeds (log-uniform)
-  double event_probability = 0.5;            // chance an episode has a slowdown event mid-way
-  int64_t windows_per_episode = 32;          // decisions per episode
-  int64_t window = 5;                        // simulated steps per decision window
-  int32_t batch_per_rank = 32;               // initial uniform b_i; B = nodes x this, kept fixed
-  int32_t batch_min = 1, batch_max = 256;
+  int32_t min_nodes = 2, max_nodes = 1024;     // log-uniform cluster size
+  double min_step_s = 1e-3, max_step_s = 10;   // compute time of a full-speed rank at the start
+  double max_speed_ratio = 16;                 // fastest / slowest rank
+  double max_comm_share = 0.9;                 // allreduce share of the step
+  double max_noise = 0.4;                      // per-step relative compute noise (~0.2 per window)
+  double homogeneous_probability = 0.15;       // clusters where nothing should move
+  double memory_cap_probability = 0.3;         // some ranks get a small b_max
+  double event_probability = 0.7;              // dynamic events: steps, transients, periods, waves
+  int64_t windows_per_episode = 32;            // decisions per episode
+  int32_t min_window = 4, max_window = 20;     // simulated steps per decision window
+  int32_t batch_per_rank = 32;                 // initial uniform b_i; B = nodes x this, kept fixed
+  int32_t batch_max = 256;
   double max_change = 0.5;
   PpoConfig ppo;                // background_update is forced off (the simulator can wait)
   std::string checkpoint;       // start from this policy (fine-tune); empty = from scratch
   std::string output;           // save the trained policy here; empty = do not save
-  int64_t log_every = 10;       // episodes per progress line
+  int64_t log_every = 50;       // episodes per progress line
   std::ostream* log = nullptr;  // progress; nullptr = std::cout
+};
+
+// One drawn episode: the cluster, its bounds and the decision window.
+struct PretrainEpisode {
+  SimConfig config;
+  BatchBounds bounds;
+  int32_t batch_per_rank = 32;
+  int64_t window = 5;
+  std::string kind;  // homogeneous | static | step | transient | periodic | wave | recover
 };
 
 // What one episode did: mean reward and throughput against the load-balanced ideal
@@ -42,8 +58,8 @@ struct EpisodeResult {
 // Runs one episode of `windows` decisions on `sim` (reset first) and closes it with end_episode.
 EpisodeResult run_sim_episode(DynamixPolicy& policy, ClusterSimulator& sim, int64_t windows);
 
-// Random cluster for pretraining episode `episode` (deterministic in options.seed and episode).
-SimConfig random_cluster(const PretrainOptions& options, int64_t episode);
+// Random episode `episode` (deterministic in options.seed and episode, the same on every machine).
+PretrainEpisode random_episode(const PretrainOptions& options, int64_t episode);
 
 // Trains, prints progress (episode, mean reward, throughput vs ideal), saves; returns an exit code.
 // Throws dynamix::Error on bad options.

@@ -17,40 +17,30 @@ double global_batch(const ClusterState& s) {
 
 }  // namespace
 
-double window_goodput(const ClusterState& s, double ref_batch) {
+double window_throughput(const ClusterState& s) {
   double step = 0;
   for (const auto& n : s.nodes)
     step = std::max(step, n.data_s + n.compute_s + n.wait_s + n.comm_s + n.optimizer_s);
-  double b = global_batch(s);
+  const double b = global_batch(s);
   if (!(step > 0) || !std::isfinite(step) || b <= 0) return 0;
-  double eff = 1.0;
-  double noise = s.global.noise_scale;
-  if (ref_batch > 0 && noise > 0 && std::isfinite(noise)) eff = (noise + ref_batch) / (noise + b);
-  return b / step * eff;
-}
-
-void RewardTracker::set_reference(double goodput, double batch) {
-  ref_goodput_ = goodput;
-  ref_batch_ = batch;
-  has_ref_ = goodput > 0;
+  return b / step;
 }
 
 void RewardTracker::observe_first(const ClusterState& s) {
-  ref_batch_ = global_batch(s);
-  ref_goodput_ = window_goodput(s, ref_batch_);
-  has_ref_ = ref_goodput_ > 0;
+  has_first_ = true;
   prev_gvar_ = s.global.grad_norm_variance;
   prev_accuracy_ = s.global.last_test_accuracy;
 }
 
-RewardTerms RewardTracker::reward(const ClusterState& s, const std::vector<int32_t>& prev) {
-  if (!has_ref_) {  // nothing to compare with yet (e.g. a zero-time first window)
+RewardTerms RewardTracker::reward(const ClusterState& s, const std::vector<int32_t>& prev, double ideal_estimate) {
+  if (!has_first_) {
     observe_first(s);
     return {};
   }
   RewardTerms t;
-  t.goodput = window_goodput(s, ref_batch_);
-  t.efficiency = clip(t.goodput / ref_goodput_ - 1.0, -10, 10);
+  t.throughput = window_throughput(s);
+  t.ideal = s.global.ideal_throughput > 0 ? s.global.ideal_throughput : ideal_estimate;
+  t.efficiency = t.ideal > 0 ? clip(t.throughput / t.ideal, 0, 2) : 0;
 
   const auto& g = s.global;
   double spike = std::max(0.0, clip(g.loss_trend, -10, 10) - w_.spike_threshold);

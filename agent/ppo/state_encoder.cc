@@ -1,4 +1,5 @@
-// DYNAMIX — feature extraction for the dynamix policy and the Welford running normaliser.
+// DYNAMIX — the heuristics' proposals, scale-free features for the dynamix policy, and the
+// Welford running normaliser.
 #include "agent/ppo/state_encoder.h"
 
 #include <algorithm>
@@ -60,9 +61,55 @@ double rank_upper(const ClusterState& s, size_t i) {
   return m > 0 ? m : 0;
 }
 
+double log_ratio(double num, double den, double bound) {
+  if (!(num > 0) || !(den > 0)) return 0;
+  return clamp(std::log(num / den), -bound, bound);
+}
+
+// Time of one step as rank i saw it (its parts), clamped against garbage.
+double step_of(const NodeRecord& r) {
+  return clamp(r.data_s, 0, 1e9) + clamp(r.compute_s, 0, 1e9) + clamp(r.wait_s, 0, 1e9) +
+         clamp(r.comm_s, 0, 1e9) + clamp(r.optimizer_s, 0, 1e9);
+}
+
+double memory_headroom(const NodeRecord& r) {
+  if (r.gpu_mem_total_bytes > 0) return clamp(1 - r.gpu_mem_used_bytes / r.gpu_mem_total_bytes, 0, 1);
+  if (r.mem_available_bytes > 0) {
+    return clamp(r.mem_available_bytes / (r.mem_available_bytes + std::max(0.0, r.mem_rss_bytes)), 0, 1);
+  }
+  return 0;
+}
+
 }  // namespace
 
-EncodedState encode_state(const ClusterState& s) {
+BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, double global_batch) {
+  const size_t n = s.nodes.size();
+  BalanceView v;
+  v.global_batch = global_batch;
+  v.slow.resize(n);
+  for (size_t i = 0; i < n; ++i) v.slow[i] = std::max(1, s.nodes[i].batch_size);
+  v.fast = v.proportional = v.slow;
+  v.ready = models.ready() && models.models().size() == n && global_batch > 0;
+  if (!v.ready) return v;
+  std::vector<double> lo, hi, scale(n, 1.0);
+  rank_bounds(s.bounds, n, lo, hi);
+  v.predicted_compute_s = models.split(global_batch, lo, hi, v.slow);
+  double rate_sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const NodeRecord& r = s.nodes[i];
+    const double predicted = models.models()[i].at(r.batch_size);
+    if (r.compute_s > 0 && predicted > 0) scale[i] = clamp(r.compute_s / predicted, 0.05, 20);
+    v.proportional[i] = r.compute_s > 0 ? r.batch_size / r.compute_s : 0;
+    rate_sum += v.proportional[i];
+  }
+  models.split(global_batch, lo, hi, v.fast, &scale);
+  for (size_t i = 0; i < n; ++i) {
+    v.proportional[i] = rate_sum > 0 ? std::max(1.0, global_batch * v.proportional[i] / rate_sum) : v.slow[i];
+  }
+  return v;
+}
+
+EncodedState encode_state(const ClusterState& s, const RankTimeModels& models, const BalanceView& view) {
   EncodedState e;
   const size_t n = s.nodes.size();
   e.ranks = static_cast<int64_t>(n);
@@ -81,45 +128,60 @@ EncodedState encode_state(const ClusterState& s) {
     return e;
   }
   if (n == 0) return e;
+  DYNAMIX_CHECK(view.slow.size() == n, "encode_state: balance view has the wrong number of ranks");
 
-  double mean_compute = 0, mean_rate = 0, batch = 0, batch_max = 0;
-  for (size_t i = 0; i < n; ++i) {
-    mean_compute += clamp(s.nodes[i].compute_s, 0, 1e9) / n;
-    mean_rate += clamp(s.nodes[i].samples_per_s, 0, 1e15) / n;
-    batch += std::max(0, s.nodes[i].batch_size);
-    batch_max += rank_upper(s, i);
+  double mean_compute = 0, mean_bytes = 0, mean_srtt = 0, mean_step = 0, mean_comm = 0;
+  for (const NodeRecord& r : s.nodes) {
+    mean_compute += clamp(r.compute_s, 0, 1e9) / n;
+    mean_bytes += clamp(r.net_tx_bytes_per_s + r.net_rx_bytes_per_s, 0, 1e30) / n;
+    mean_srtt += clamp(r.net_srtt_us, 0, 1e12) / n;
+    mean_step += step_of(r) / n;
+    mean_comm += clamp(r.comm_s, 0, 1e9) / n;
   }
+  const bool have_models = models.models().size() == n && models.readings().size() == n;
+  double residual_sum = 0, restarted = 0;
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = s.nodes[i];
     float* f = &e.node[i * kNodeFeatures];
-    double bmax = rank_upper(s, i);
-    f[0] = bmax > 0 ? clamp(r.batch_size / bmax, 0, 1) : 0;
-    f[1] = mean_compute > 0 ? clamp(clamp(r.compute_s, 0, 1e9) / mean_compute, 0, 10) : 1;
-    double step = clamp(r.data_s, 0, 1e9) + clamp(r.compute_s, 0, 1e9) + clamp(r.wait_s, 0, 1e9) +
-                  clamp(r.comm_s, 0, 1e9) + clamp(r.optimizer_s, 0, 1e9);
-    f[2] = step > 0 ? clamp(r.wait_s / step, 0, 1) : 0;
-    f[3] = mean_rate > 0 ? clamp(clamp(r.samples_per_s, 0, 1e15) / mean_rate, 0, 10) : 1;
-    f[4] = clamp(r.cpu_util_machine, 0, 1);
-    f[5] = clamp(r.gpu_util > 1.5 ? r.gpu_util / 100 : r.gpu_util, 0, 1);  // fraction or percent
-    double headroom = 0;
-    if (r.gpu_mem_total_bytes > 0) {
-      headroom = 1 - r.gpu_mem_used_bytes / r.gpu_mem_total_bytes;
-    } else if (r.mem_available_bytes > 0) {
-      headroom = r.mem_available_bytes / (r.mem_available_bytes + std::max(0.0, r.mem_rss_bytes));
+    const double b = std::max(1, r.batch_size), step = step_of(r);
+    f[kSlowMove] = log_ratio(view.slow[i], b, 3);
+    f[kFastMove] = log_ratio(view.fast[i], b, 3);
+    f[kPropMove] = log_ratio(view.proportional[i], b, 3);
+    f[kComputeRatio] = log_ratio(r.compute_s, mean_compute, 3);
+    f[kWaitFraction] = step > 0 ? clamp(r.wait_s / step, 0, 1) : 0;
+    if (have_models) {
+      const RankTimeModels::Reading& rd = models.readings()[i];
+      const RankTimeModels::Model& m = models.models()[i];
+      f[kResidual] = clamp(rd.residual, 0, 1);
+      f[kSurprise] = log_ratio(rd.surprise, 1, 2);
+      f[kRestarted] = rd.restarted ? 1 : 0;
+      f[kHistoryFill] = clamp(double(rd.observations) / models.history(), 0, 1);
+      f[kFixedShare] = m.valid ? clamp(m.alpha / m.at(b), 0, 1) : 0;
+      residual_sum += f[kResidual];
+      restarted += f[kRestarted];
     }
-    f[6] = clamp(headroom, 0, 1);
-    f[7] = safe_log1p(r.net_tx_bytes_per_s + r.net_rx_bytes_per_s);
-    f[8] = safe_log1p(r.net_retransmits_per_s);
-    f[9] = safe_log1p(r.net_srtt_us);
+    const double bmax = rank_upper(s, i);
+    f[kBatchFill] = bmax > 0 ? clamp(r.batch_size / bmax, 0, 1) : 0;
+    f[kMemHeadroom] = memory_headroom(r);
+    f[kOom] = r.oom_events > 0 ? 1 : 0;
+    f[kCpuUtil] = clamp(r.cpu_util_machine, 0, 1);
+    f[kGpuUtil] = clamp(r.gpu_util > 1.5 ? r.gpu_util / 100 : r.gpu_util, 0, 1);  // fraction or percent
+    f[kNetBytes] = log_ratio(r.net_tx_bytes_per_s + r.net_rx_bytes_per_s, mean_bytes, 3);
+    f[kRetransPerStep] = std::log1p(clamp(r.net_retransmits_per_s * step, 0, 1e6));
+    f[kSrttRatio] = log_ratio(r.net_srtt_us, mean_srtt, 3);
   }
   const GlobalStats& g = s.global;
-  e.global[0] = batch_max > 0 ? clamp(batch / batch_max, 0, 1) : 0;
-  e.global[1] = batch > 0 ? safe_log1p(g.noise_scale / batch) : 0;
-  e.global[2] = clamp(g.loss_trend, -10, 10);
-  e.global[3] = g.grad_sq_norm > 0 ? safe_log1p(g.grad_norm_variance / g.grad_sq_norm)
-                                   : safe_log1p(g.grad_norm_variance);
-  e.global[4] = std::log(clamp(g.step_time_spread, 1, 1e6));
-  e.global[5] = clamp(g.progress, 0, 1);
+  const double batch = view.global_batch;
+  e.global[kCommShare] = mean_step > 0 ? clamp(mean_comm / mean_step, 0, 1) : 0;
+  e.global[kSpread] = std::log(clamp(g.step_time_spread, 1, 1e6));
+  e.global[kIdealGap] = view.predicted_compute_s > 0 ? log_ratio(mean_step, view.predicted_compute_s + mean_comm, 3) : 0;
+  e.global[kMeanResidual] = residual_sum / n;
+  e.global[kRestartedShare] = restarted / n;
+  e.global[kClusterSize] = std::log2(double(n)) / 10;
+  e.global[kNoiseRatio] = batch > 0 ? safe_log1p(g.noise_scale / batch) : 0;
+  e.global[kLossTrend] = clamp(g.loss_trend, -10, 10);
+  e.global[kGradVariance] = g.grad_sq_norm > 0 ? safe_log1p(g.grad_norm_variance / g.grad_sq_norm) : 0;
+  e.global[kProgress] = clamp(g.progress, 0, 1);
   return e;
 }
 

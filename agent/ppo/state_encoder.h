@@ -1,4 +1,4 @@
-// DYNAMIX — ClusterState -> per-rank and global feature vectors, and their running normaliser.
+// DYNAMIX — ClusterState -> scale-free per-rank and global features, and their running normaliser.
 #pragma once
 
 #include <cstdint>
@@ -6,14 +6,60 @@
 #include <vector>
 
 #include "agent/cluster_state.h"
+#include "agent/rank_models.h"
 
 namespace dynamix {
 
-constexpr int64_t kNodeFeatures = 10;   // per rank, see encode_state
-constexpr int64_t kGlobalFeatures = 6;  // per window
+// What the heuristics know about the window, as per-rank batch proposals (continuous, summing to
+// `global_batch`): the balanced split of the fitted models (slow: the history), the same models
+// rescaled by the last window's measurement (fast: reacts at once, noisier), and the
+// proportional controller's rate split b_i/t_i (no fixed-cost term).
+struct BalanceView {
+  double global_batch = 0;
+  std::vector<double> slow, fast, proportional;
+  double predicted_compute_s = 0;  // balanced compute time of the slow proposal (0 if unknown)
+  bool ready = false;              // every rank has a model; otherwise every proposal = current
+};
+BalanceView balance_view(const ClusterState& state, const RankTimeModels& models, double global_batch);
 
-// Raw features, each a bounded transform of the measurement (ratios clamped, magnitudes log1p)
-// so one extreme record cannot wreck the running statistics.
+// Feature indices. Every feature is a ratio, a fraction or a log-ratio: multiplying every time (or
+// every byte count) by a constant leaves all of them unchanged. Groups (for the ablation table in
+// docs/AGENT.md): balance, timing, memory, system, network, statistics.
+enum NodeFeature : int64_t {
+  kSlowMove,       // log(slow_i / b_i)                                      balance
+  kFastMove,       // log(fast_i / b_i)                                      balance
+  kPropMove,       // log(proportional_i / b_i)                              balance
+  kComputeRatio,   // log(compute_i / mean compute)                          balance
+  kWaitFraction,   // wait_i / step_i                                        timing
+  kResidual,       // RMS relative misfit of the rank's model (noise)         timing
+  kSurprise,       // log(measured / predicted before this window)           timing
+  kRestarted,      // the rank's model restarted this window (a change)      timing
+  kHistoryFill,    // observations kept / history                            timing
+  kFixedShare,     // alpha_i / t_i(b_i): fixed per-step cost                timing
+  kBatchFill,      // b_i / b_max_i                                          memory
+  kMemHeadroom,    // free fraction of device (or host) memory               memory
+  kOom,            // the rank ran out of memory in the window               memory
+  kCpuUtil,        // machine CPU utilisation                                system
+  kGpuUtil,        // GPU utilisation                                        system
+  kNetBytes,       // log(bytes_i / mean bytes)                              network
+  kRetransPerStep, // log1p(retransmits per step)                            network
+  kSrttRatio,      // log(srtt_i / mean srtt)                                network
+  kNodeFeatures
+};
+enum GlobalFeature : int64_t {
+  kCommShare,      // comm / step                                            timing
+  kSpread,         // log(max/min compute)                                   balance
+  kIdealGap,       // log(step / (predicted balanced compute + comm))        balance
+  kMeanResidual,   // mean model misfit over ranks                           timing
+  kRestartedShare, // fraction of ranks whose model restarted                timing
+  kClusterSize,    // log2(N) / 10                                           timing
+  kNoiseRatio,     // log1p(B_noise / B)                                     statistics
+  kLossTrend,      // relative loss change                                   statistics
+  kGradVariance,   // log1p(var|g| / |g|^2)                                  statistics
+  kProgress,       // fraction of the run done                               statistics
+  kGlobalFeatures
+};
+
 struct EncodedState {
   int64_t ranks = 0;
   std::vector<float> node;    // ranks x kNodeFeatures, row-major
@@ -22,11 +68,7 @@ struct EncodedState {
   std::string problem;        // which field, when !finite
 };
 
-// Per rank: b_i/b_max_i, compute_i/mean compute, wait fraction, samples/s / mean samples/s,
-// CPU util, GPU util, memory headroom, log1p(net bytes/s), log1p(retransmits/s), log1p(srtt us).
-// Global: B/B_max, B_noise/B, loss trend, gradient-norm variance (relative), step-time spread
-// (log), progress.
-EncodedState encode_state(const ClusterState& state);
+EncodedState encode_state(const ClusterState& state, const RankTimeModels& models, const BalanceView& view);
 
 // Running mean/variance per feature (Chan et al.'s parallel form of Welford's update), as in
 // CleanRL's RunningMeanStd: starts at mean 0, var 1, count 1e-4.

@@ -120,6 +120,7 @@ void ClusterSimulator::update_slowdowns() {
     }
   }
   next_event_step_ = next;
+  ideal_batch_ = -1;  // the balanced throughput changed with the slowdowns
 }
 
 void ClusterSimulator::simulate(int64_t steps) {
@@ -139,6 +140,7 @@ void ClusterSimulator::simulate(int64_t steps) {
   double grad_sq = 1;
   for (int64_t s = 0; s < steps && !done(); ++s) {
     if (totals_.steps >= next_event_step_) update_slowdowns();
+    if (B != ideal_batch_) ideal_throughput_ = balanced_throughput(B), ideal_batch_ = B;
     double max_c = 0;
     for (int32_t i = 0; i < n_; ++i) {
       c[i] = (alpha[i] + beta[i] * b[i]) * slowdown_[size_t(i)] * rng_.lognormal_factor(w.noise);
@@ -165,6 +167,7 @@ void ClusterSimulator::simulate(int64_t steps) {
     ++totals_.steps;
     totals_.sim_time_s += step_time;
     totals_.samples += B;
+    totals_.ideal_time_s += B / ideal_throughput_;
     totals_.wait_s += wait;
     totals_.progress += 1 / (1 + noise_scale / B);
     if (totals_.progress >= w.target_progress && totals_.time_to_target_s < 0) {
@@ -216,29 +219,33 @@ ClusterState ClusterSimulator::make_state() {
   g.grad_norm_variance = std::max(0.0, win_gnorm_sq_ / ws - mean_norm * mean_norm);
   g.noise_scale = noise_scale();
   g.step_time_spread = c_min > 0 && c_max > 0 ? c_max / c_min : 1;
+  g.ideal_throughput = balanced_throughput(g.global_batch);
   return st;
 }
 
 double ClusterSimulator::balanced_throughput(double global_batch) const {
-  // Equal finish time T: b_i = (T - a_i)/c_i with a_i, c_i the slowed-down alpha and beta; ranks
-  // with T < a_i get nothing. The sum is increasing in T: bisection.
+  // Equal finish time T: b_i = clamp((T - a_i)/c_i, lo, hi_i) with a_i, c_i the slowed-down alpha
+  // and beta. The sum is increasing in T: bisection; the step lasts max_i a_i + c_i·b_i.
+  const double lo = std::max(1, bounds_.min);
+  auto a = [&](int32_t i) { return config_.alpha_s[size_t(i)] * slowdown_[size_t(i)]; };
+  auto c = [&](int32_t i) { return config_.beta_s[size_t(i)] * slowdown_[size_t(i)]; };
+  auto share = [&](int32_t i, double T) {
+    return std::clamp((T - a(i)) / c(i), lo, std::max(lo, double(rank_max(bounds_, size_t(i)))));
+  };
   double t_lo = HUGE_VAL, t_hi = 0;
   for (int32_t i = 0; i < n_; ++i) {
-    const double a = config_.alpha_s[size_t(i)] * slowdown_[size_t(i)];
-    const double c = config_.beta_s[size_t(i)] * slowdown_[size_t(i)];
-    t_lo = std::min(t_lo, a);
-    t_hi = std::max(t_hi, a + c * global_batch);
+    t_lo = std::min(t_lo, a(i));
+    t_hi = std::max(t_hi, a(i) + c(i) * global_batch);
   }
   for (int it = 0; it < 200 && t_hi - t_lo > 1e-15 * t_hi; ++it) {
     const double T = 0.5 * (t_lo + t_hi);
     double total = 0;
-    for (int32_t i = 0; i < n_; ++i) {
-      const double a = config_.alpha_s[size_t(i)] * slowdown_[size_t(i)];
-      total += std::max(0.0, (T - a) / (config_.beta_s[size_t(i)] * slowdown_[size_t(i)]));
-    }
+    for (int32_t i = 0; i < n_; ++i) total += share(i, T);
     (total < global_batch ? t_lo : t_hi) = T;
   }
-  return global_batch / (t_hi + comm_s_);
+  double step = 0;
+  for (int32_t i = 0; i < n_; ++i) step = std::max(step, a(i) + c(i) * share(i, t_hi));
+  return global_batch / (step + comm_s_);
 }
 
 }  // namespace dynamix

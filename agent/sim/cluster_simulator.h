@@ -22,8 +22,11 @@ struct SimTotals {
   double samples = 0;            // sum over steps of B
   double wait_s = 0;             // sum over steps and ranks of straggler wait
   double progress = 0;           // equivalent small-batch steps done
+  double ideal_time_s = 0;       // time the load-balanced plan would have taken for the same samples
   int32_t nodes = 0;
   double mean_throughput() const { return sim_time_s > 0 ? samples / sim_time_s : 0; }
+  // Throughput as a fraction of the load-balanced ideal at the same global batches.
+  double ideal_fraction() const { return sim_time_s > 0 ? ideal_time_s / sim_time_s : 0; }
   // Fraction of rank-time spent waiting for the slowest rank.
   double mean_wait_fraction() const { return sim_time_s > 0 ? wait_s / (double(nodes) * sim_time_s) : 0; }
 };
@@ -55,7 +58,7 @@ class ClusterSimulator {
   // Current B_noise (grows from workload.b_noise to b_noise · b_noise_growth).
   double noise_scale() const;
   // Throughput (samples/s) of global batch B split so that every rank's noiseless compute ends
-  // together under the current slowdowns, without batch bounds: the load-balanced ideal.
+  // together under the current slowdowns, within the batch bounds: the load-balanced ideal.
   double balanced_throughput(double global_batch) const;
 
  private:
@@ -78,6 +81,7 @@ class ClusterSimulator {
   int64_t next_event_step_ = 0;
   double prev_loss_ = 0;
   std::vector<double> slowdown_;
+  double ideal_batch_ = -1, ideal_throughput_ = 0;  // balanced_throughput cache (slowdowns, B)
 
   // Per-window accumulators, sized once.
   std::vector<double> compute_, sum_compute_, sum_wait_;

@@ -38,12 +38,12 @@ struct SimCommand {
   std::vector<std::string> policies;  // empty = the runner's default set
 };
 
-struct PretrainCommand {
-  int64_t episodes = 300;
-  uint64_t seed = 1;
-  int32_t min_nodes = 4, max_nodes = 64;
-  std::string output;      // where the trained policy is saved
-  std::string checkpoint;  // start from this policy (fine-tune)
+struct AgentEvalCommand {
+  std::string suite;                  // directory of scenario YAML files
+  std::vector<std::string> overrides; // applied to every scenario
+  std::vector<std::string> policies = {"static", "proportional", "gns", "dynamix"};
+  int32_t seeds = 3;
+  std::string output;                 // eval.json / eval.csv
 };
 
 // Each returns the process exit code. `argc/argv` go to MPI_Init where MPI is used.
@@ -52,7 +52,9 @@ int run_bench_allreduce(const BenchAllreduceCommand& cmd, int* argc, char*** arg
 int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv);
 int run_inspect(const std::string& path, bool json);
 int run_sim_command(const SimCommand& cmd);
-int run_pretrain_command(const PretrainCommand& cmd);
+struct PretrainOptions;
+int run_pretrain_command(const PretrainOptions& options);
+int run_agent_eval_command(const AgentEvalCommand& cmd);
 
 // Rank of this process from the launcher's environment (before MPI_Init); 0 if not launched.
 int launcher_rank();

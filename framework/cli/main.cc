@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "agent/ppo/pretrain.h"
 #include "bpf/monitor_cli.h"
 #include "framework/cli/commands.h"
 
@@ -55,16 +56,26 @@ int main(int argc, char** argv) {
   s->add_option("--policies", sim.policies, "policies to compare (default: static proportional gns)")
       ->delimiter(',');
 
-  PretrainCommand pre;
+  PretrainOptions pre;
   auto* agent = app.add_subcommand("agent", "the PPO agent");
   agent->require_subcommand(1);
   auto* pt = agent->add_subcommand("pretrain", "train a policy in the simulator over randomized clusters");
-  pt->add_option("--episodes", pre.episodes, "simulated episodes")->check(CLI::PositiveNumber);
-  pt->add_option("--seed", pre.seed, "seed of clusters, events and sampling");
-  pt->add_option("--min-nodes", pre.min_nodes, "smallest cluster")->check(CLI::PositiveNumber);
-  pt->add_option("--max-nodes", pre.max_nodes, "largest cluster")->check(CLI::PositiveNumber);
+  pt->add_option("--episodes", pre.episodes, "simulated episodes")->capture_default_str()->check(CLI::PositiveNumber);
+  pt->add_option("--seed", pre.seed, "seed of clusters, events and sampling")->capture_default_str();
+  pt->add_option("--min-nodes", pre.min_nodes, "smallest cluster")->capture_default_str()->check(CLI::PositiveNumber);
+  pt->add_option("--max-nodes", pre.max_nodes, "largest cluster")->capture_default_str()->check(CLI::PositiveNumber);
   pt->add_option("--output,-o", pre.output, "save the trained policy here")->required();
   pt->add_option("--from", pre.checkpoint, "fine-tune this saved policy");
+  pt->add_option("--log-every", pre.log_every, "episodes per progress line")->capture_default_str()->check(CLI::PositiveNumber);
+
+  AgentEvalCommand ev;
+  auto* ae = agent->add_subcommand("eval", "every policy over a suite of simulator scenarios and seeds");
+  ae->add_option("--suite", ev.suite, "directory of scenario YAML files (e.g. configs/agent_suite)")->required();
+  ae->add_option("--policies", ev.policies, "policies (static, proportional and gns are always added)")
+      ->delimiter(',');
+  ae->add_option("--seeds", ev.seeds, "seeds per scenario")->capture_default_str()->check(CLI::PositiveNumber);
+  ae->add_option("--set", ev.overrides, "override a config key in every scenario (repeatable)");
+  ae->add_option("--output,-o", ev.output, "write eval.json and eval.csv here");
 
   MonitorCliOptions mon;
   auto* m = app.add_subcommand("monitor", "live table of this machine's TCP flows and system metrics");
@@ -87,6 +98,7 @@ int main(int argc, char** argv) {
   if (*ins) return run_inspect(ckpt, inspect_json);
   if (*s) return run_sim_command(sim);
   if (*pt) return run_pretrain_command(pre);
+  if (*ae) return run_agent_eval_command(ev);
   if (*m) {
     try {
       return run_monitor(mon);

@@ -6,16 +6,9 @@
 
 namespace dynamix {
 
-int run_pretrain_command(const PretrainCommand& cmd) {
+int run_pretrain_command(const PretrainOptions& options) {
   try {
-    PretrainOptions o;
-    o.episodes = cmd.episodes;
-    o.seed = cmd.seed;
-    o.min_nodes = cmd.min_nodes;
-    o.max_nodes = cmd.max_nodes;
-    o.output = cmd.output;
-    o.checkpoint = cmd.checkpoint;
-    return run_pretrain(o);
+    return run_pretrain(options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dynamix: error: %s\n", brief_error(e).c_str());
     return 2;

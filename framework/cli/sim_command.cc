@@ -1,40 +1,78 @@
-// DYNAMIX — `dynamix sim`: every policy on the same simulated cluster (no MPI).
+// DYNAMIX — `dynamix sim` (every policy on one simulated cluster) and `dynamix agent eval` (every
+// policy over a scenario suite); no MPI.
+#include <algorithm>
 #include <cstdio>
-#include <sstream>
+#include <filesystem>
 
-#include "agent/baseline_factory.h"
 #include "agent/sim/sim_config.h"
 #include "agent/sim/sim_runner.h"
+#include "agent/sim/suite_eval.h"
 #include "framework/cli/commands.h"
-#include "framework/config/config.h"
+#include "framework/cli/sim_options.h"
 #include "framework/core/error.h"
 #include "framework/train/policy_factory.h"
 
 namespace dynamix {
 
+SimRunOptions sim_options_from_file(const std::string& path, const std::vector<std::string>& overrides,
+                                    Config* config_out) {
+  const Config config = load_config(path, overrides);
+  DYNAMIX_CHECK(!config.sim_yaml.empty(), path + ": no 'sim' block (see configs/sim_*.yaml)");
+  SimRunOptions o;
+  o.config = parse_sim_config(config.sim_yaml, path);
+  const int nodes = o.config.nodes;
+  validate_for_world(config, nodes);
+  o.initial_plan = initial_batches(config, nodes);
+  o.bounds.min = config.batch.min;
+  o.bounds.max.assign(static_cast<size_t>(nodes), config.batch.max);
+  o.bounds.fixed_global = config.batch.global == "fixed";
+  o.bounds.global_batch = 0;
+  for (int32_t b : o.initial_plan) o.bounds.global_batch += b;
+  o.window = config.policy.window;
+  o.output_dir = config.output.dir;
+  o.factory = config_policy_factory(config);
+  if (config_out) *config_out = config;
+  return o;
+}
+
+PolicyFactory config_policy_factory(const Config& config) {
+  return [config](const std::string& name, const BatchBounds& bounds, const std::vector<int32_t>& init) {
+    Config c = config;
+    c.policy.name = name;
+    return make_policy(c, bounds, init);
+  };
+}
+
 int run_sim_command(const SimCommand& cmd) {
   try {
-    const Config config = load_config(cmd.config, cmd.overrides);
-    DYNAMIX_CHECK(!config.sim_yaml.empty(), cmd.config + ": no 'sim' block (see configs/sim_*.yaml)");
-    SimRunOptions o;
-    o.config = parse_sim_config(config.sim_yaml, cmd.config);
-    const int nodes = o.config.nodes;
-    validate_for_world(config, nodes);
-    o.initial_plan = initial_batches(config, nodes);
-    o.bounds.min = config.batch.min;
-    o.bounds.max.assign(static_cast<size_t>(nodes), config.batch.max);
-    o.bounds.fixed_global = config.batch.global == "fixed";
-    o.bounds.global_batch = 0;
-    for (int32_t b : o.initial_plan) o.bounds.global_batch += b;
-    o.window = config.policy.window;
-    o.output_dir = config.output.dir;
+    SimRunOptions o = sim_options_from_file(cmd.config, cmd.overrides);
     if (!cmd.policies.empty()) o.policies = cmd.policies;
-    o.factory = [config](const std::string& name, const BatchBounds& bounds, const std::vector<int32_t>& init) {
-      Config c = config;
-      c.policy.name = name;
-      return make_policy(c, bounds, init);
-    };
     return run_sim(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dynamix: error: %s\n", brief_error(e).c_str());
+    return 2;
+  }
+}
+
+int run_agent_eval_command(const AgentEvalCommand& cmd) {
+  namespace fs = std::filesystem;
+  try {
+    DYNAMIX_CHECK(fs::is_directory(cmd.suite), "agent eval: --suite '" + cmd.suite + "' is not a directory");
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(cmd.suite)) {
+      if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    DYNAMIX_CHECK(!files.empty(), "agent eval: no *.yaml scenarios in '" + cmd.suite + "'");
+    SuiteEvalOptions o;
+    for (const fs::path& f : files) {
+      SimRunOptions run = sim_options_from_file(f.string(), cmd.overrides);
+      o.scenarios.push_back({f.stem().string(), std::move(run)});
+    }
+    o.policies = cmd.policies;
+    o.seeds = cmd.seeds;
+    o.output = cmd.output;
+    return run_suite_eval(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dynamix: error: %s\n", brief_error(e).c_str());
     return 2;

@@ -60,8 +60,8 @@ struct BatchConfig {
 struct PolicyConfig {
   std::string name = "static";  // static | proportional | gns | dynamix
   int64_t window = 20;          // decision window in steps
-  std::string checkpoint;       // saved policy to load (dynamix)
-  bool learn = true;            // online learning (dynamix)
+  std::string checkpoint;       // dynamix: policy file; empty = the shipped policy; "none" = from scratch
+  bool learn = false;           // dynamix: fine-tune online (false: inference only)
 };
 
 struct HeteroEvent {

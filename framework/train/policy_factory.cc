@@ -4,7 +4,9 @@
 #include <iostream>
 
 #include "agent/baseline_factory.h"
+#include "agent/ppo/default_policy.h"
 #include "agent/ppo/dynamix_policy.h"
+#include "framework/core/error.h"
 
 namespace dynamix {
 
@@ -13,7 +15,15 @@ std::unique_ptr<BatchPolicy> make_policy(const Config& config, const BatchBounds
   if (config.policy.name == "dynamix") {
     DynamixOptions o;
     o.learn = config.policy.learn;
-    o.checkpoint = config.policy.checkpoint;
+    // No checkpoint: the shipped policy; "none": learn from scratch.
+    if (config.policy.checkpoint.empty()) {
+      o.archive = default_policy_archive();
+      o.archive_name = kDefaultPolicyName;
+      DYNAMIX_CHECK(!o.archive.empty(), std::string("policy.checkpoint: this build has no ") + kDefaultPolicyName +
+                                            "; give a policy file or 'none' (learn from scratch)");
+    } else if (config.policy.checkpoint != "none") {
+      o.checkpoint = config.policy.checkpoint;
+    }
     o.log = &std::cout;  // hyper-parameters at start, one line per PPO update
     return std::make_unique<DynamixPolicy>(o);
   }

@@ -1,0 +1,186 @@
+// DYNAMIX — per-rank time models: weighted least squares with forgetting, change detection, split.
+#include "agent/rank_models.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "agent/plan_projection.h"
+#include "framework/core/error.h"
+
+namespace dynamix {
+
+RankTimeModels::RankTimeModels() : RankTimeModels(Options{}) {}
+
+RankTimeModels::RankTimeModels(Options options) : options_(options) {
+  DYNAMIX_CHECK(options_.history >= 1, "rank models: history must be >= 1");
+  DYNAMIX_CHECK(options_.forget > 0 && options_.forget <= 1, "rank models: forget must be in (0, 1]");
+  DYNAMIX_CHECK(options_.change_threshold > 0, "rank models: change_threshold must be > 0");
+}
+
+void RankTimeModels::reset() {
+  history_.clear();
+  models_.clear();
+  readings_.clear();
+}
+
+RankTimeModels::Model RankTimeModels::fit(const std::deque<Observation>& obs) const {
+  Model m;
+  if (obs.empty()) return m;
+  const int n = int(obs.size());
+  Eigen::VectorXd w(n), b(n), t(n);
+  double weight = 1;
+  for (int k = n - 1; k >= 0; --k, weight *= options_.forget) {  // newest weighs 1
+    w[k] = weight;
+    b[k] = obs[size_t(k)].batch;
+    t[k] = obs[size_t(k)].seconds;
+  }
+  const bool distinct = b.maxCoeff() - b.minCoeff() >= 0.5;
+  if (distinct) {
+    // Weighted least squares on [1, b] -> (alpha, beta).
+    Eigen::MatrixXd A(n, 2);
+    A.col(0) = w.cwiseSqrt();
+    A.col(1) = w.cwiseSqrt().cwiseProduct(b);
+    const Eigen::Vector2d x = A.colPivHouseholderQr().solve(w.cwiseSqrt().cwiseProduct(t));
+    m.alpha = x[0];
+    m.beta = x[1];
+  }
+  if (!distinct || !(m.beta > 0) || !(m.alpha >= 0)) {
+    // One batch size seen (or a noisy fit): the proportional prior t = beta·b through the origin.
+    m.alpha = 0;
+    m.beta = w.dot(t.cwiseProduct(b)) / w.dot(b.cwiseProduct(b));
+  }
+  m.valid = std::isfinite(m.alpha) && std::isfinite(m.beta) && m.beta > 0;
+  return m;
+}
+
+double RankTimeModels::residual(const std::deque<Observation>& obs, const Model& m) const {
+  if (!m.valid || obs.size() < 2) return 0;
+  double sum = 0, weights = 0, weight = 1;
+  for (auto it = obs.rbegin(); it != obs.rend(); ++it, weight *= options_.forget) {
+    const double r = it->seconds / m.at(it->batch) - 1;
+    sum += weight * r * r;
+    weights += weight;
+  }
+  return std::sqrt(sum / weights);
+}
+
+void RankTimeModels::observe(const ClusterState& state) {
+  const size_t n = state.nodes.size();
+  if (history_.size() != n) {
+    history_.assign(n, {});
+    models_.assign(n, {});
+  }
+  readings_.assign(n, {});
+  for (size_t i = 0; i < n; ++i) {
+    const NodeRecord& r = state.nodes[i];
+    Reading& reading = readings_[i];
+    auto& h = history_[i];
+    if (std::isfinite(r.compute_s) && r.compute_s > 0 && r.batch_size > 0) {
+      const Model& m = models_[i];
+      if (m.valid) {
+        const double predicted = m.at(r.batch_size);
+        reading.surprise = r.compute_s / predicted;
+        // A large misprediction means the rank changed (slowdown, interference): start afresh.
+        if (h.size() >= 2 && std::fabs(r.compute_s - predicted) > options_.change_threshold * predicted) {
+          h.clear();
+          reading.restarted = true;
+        }
+      }
+      h.push_back({double(r.batch_size), r.compute_s});
+      while (h.size() > size_t(options_.history)) h.pop_front();
+      models_[i] = fit(h);
+    }
+    reading.residual = residual(h, models_[i]);
+    reading.observations = int32_t(h.size());
+  }
+}
+
+bool RankTimeModels::ready() const {
+  return !models_.empty() && std::all_of(models_.begin(), models_.end(), [](const Model& m) { return m.valid; });
+}
+
+double RankTimeModels::split(double global_batch, const std::vector<double>& lo, const std::vector<double>& hi,
+                             std::vector<double>& b, const std::vector<double>* scale) const {
+  const size_t n = models_.size();
+  b.resize(n);
+  std::vector<double> a(n), c(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double s = scale ? (*scale)[i] : 1.0;
+    a[i] = models_[i].alpha * s;
+    c[i] = models_[i].beta * s;
+  }
+  auto fill = [&](double T) {
+    double total = 0;
+    for (size_t i = 0; i < n; ++i) {
+      b[i] = std::clamp((T - a[i]) / c[i], lo[i], hi[i]);
+      total += b[i];
+    }
+    return total;
+  };
+  double t_lo = HUGE_VAL, t_hi = 0;
+  for (size_t i = 0; i < n; ++i) {
+    t_lo = std::min(t_lo, a[i] + c[i] * lo[i]);
+    t_hi = std::max(t_hi, a[i] + c[i] * hi[i]);
+  }
+  for (int it = 0; it < 80 && t_hi - t_lo > 1e-12 * t_hi; ++it) {
+    const double mid = 0.5 * (t_lo + t_hi);
+    if (fill(mid) < global_batch)
+      t_lo = mid;
+    else
+      t_hi = mid;
+  }
+  fill(t_hi);
+  double t_max = 0;
+  for (size_t i = 0; i < n; ++i) t_max = std::max(t_max, a[i] + c[i] * b[i]);
+  return t_max;
+}
+
+void rank_bounds(const BatchBounds& bounds, size_t ranks, std::vector<double>& lo, std::vector<double>& hi) {
+  lo.resize(ranks);
+  hi.resize(ranks);
+  for (size_t i = 0; i < ranks; ++i) {
+    lo[i] = std::max(1, bounds.min);
+    hi[i] = std::max(lo[i], double(rank_max(bounds, i)));
+  }
+}
+
+double goodput_batch(const RankTimeModels& models, const BatchBounds& bounds, double current,
+                     double overhead_s, double noise_scale, double min_gain, int32_t grid) {
+  const size_t n = models.models().size();
+  std::vector<double> lo, hi, b;
+  rank_bounds(bounds, n, lo, hi);
+  // Goodput up to a constant factor: E(B) ∝ 1 / (B_noise + B), so B0 does not move the argmax.
+  auto goodput = [&](double B) { return B / (models.split(B, lo, hi, b) + overhead_s) / (noise_scale + B); };
+  const double m = bounds.max_change;
+  double b_min = std::accumulate(lo.begin(), lo.end(), 0.0), b_max = std::accumulate(hi.begin(), hi.end(), 0.0);
+  if (std::isfinite(m) && m > 0) {  // only what this window may reach
+    b_min = std::max(b_min, current * (1 - m));
+    b_max = std::min(b_max, current * (1 + m));
+  }
+  if (!(b_max > b_min)) return current;
+  double best = current, best_g = goodput(current);
+  const double g_cur = best_g;
+  const double ratio = std::pow(b_max / b_min, 1.0 / (grid - 1));
+  for (int k = 0; k < grid; ++k) {
+    const double B = b_min * std::pow(ratio, k);
+    const double g = goodput(B);
+    if (g > best_g) best = B, best_g = g;
+  }
+  // Golden-section refinement (log scale) around the best grid point.
+  double x0 = std::log(std::max(b_min, best / ratio)), x1 = std::log(std::min(b_max, best * ratio));
+  const double phi = 0.5 * (std::sqrt(5.0) - 1);
+  for (int it = 0; it < 30 && x1 - x0 > 1e-4; ++it) {
+    const double a = x1 - phi * (x1 - x0), c = x0 + phi * (x1 - x0);
+    if (goodput(std::exp(a)) > goodput(std::exp(c)))
+      x1 = c;
+    else
+      x0 = a;
+  }
+  const double refined = std::exp(0.5 * (x0 + x1));
+  if (goodput(refined) > best_g) best = refined, best_g = goodput(refined);
+  return best_g > g_cur * (1 + min_gain) ? best : current;
+}
+
+}  // namespace dynamix

@@ -1,0 +1,76 @@
+// DYNAMIX — per-rank compute-time models t_i(b) = alpha_i + beta_i·b fitted from the decision
+// windows, with change detection, and the equal-finish-time split of a global batch.
+// Shared by the gns baseline and the dynamix agent: what "the balanced plan" means in one place.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "agent/cluster_state.h"
+
+namespace dynamix {
+
+class RankTimeModels {
+ public:
+  struct Options {
+    int32_t history = 16;           // (b_i, compute_s) observations kept per rank
+    double forget = 0.8;            // weight of an observation per window of age
+    double change_threshold = 0.5;  // relative misprediction that restarts a rank's model (slowdowns)
+  };
+  // Predicted mean compute time of one rank: t(b) = alpha + beta·b (seconds).
+  struct Model {
+    double alpha = 0, beta = 0;
+    bool valid = false;
+    double at(double b) const { return alpha + beta * b; }
+  };
+  // What the last window told about a rank, all relative (no unit survives).
+  struct Reading {
+    double surprise = 1;     // measured / predicted by the model before this window (1: no model)
+    bool restarted = false;  // the misprediction exceeded change_threshold: history cleared
+    double residual = 0;     // weighted RMS of measured/predicted - 1 over the kept history
+    int32_t observations = 0;
+  };
+
+  RankTimeModels();
+  explicit RankTimeModels(Options options);
+
+  // Adds one window's (b_i, compute_s) per rank; a change of cluster size starts over.
+  void observe(const ClusterState& state);
+  bool ready() const;  // every rank has a valid model
+  void reset();
+
+  const std::vector<Model>& models() const { return models_; }
+  const std::vector<Reading>& readings() const { return readings_; }
+  int32_t history() const { return options_.history; }
+
+  // Continuous split of B over the ranks with equal predicted compute time, each b_i in
+  // [lo_i, hi_i]; `scale` (optional, one factor per rank) multiplies a rank's model. Fills b and
+  // returns the predicted compute time max_i t_i(b_i).
+  double split(double global_batch, const std::vector<double>& lo, const std::vector<double>& hi,
+               std::vector<double>& b, const std::vector<double>* scale = nullptr) const;
+
+ private:
+  struct Observation {
+    double batch, seconds;
+  };
+  Model fit(const std::deque<Observation>& obs) const;
+  double residual(const std::deque<Observation>& obs, const Model& m) const;
+
+  Options options_;
+  std::vector<std::deque<Observation>> history_;
+  std::vector<Model> models_;
+  std::vector<Reading> readings_;
+};
+
+// Per-rank batch bounds [max(1, b_min), b_max_i] as doubles, for split().
+void rank_bounds(const BatchBounds& bounds, size_t ranks, std::vector<double>& lo, std::vector<double>& hi);
+
+// The global batch maximizing goodput B / (t(B) + overhead) · E(B), with t(B) the balanced split's
+// predicted compute time and E(B) ∝ 1/(B_noise + B), searched over what one window may reach
+// (bounds.max_change around `current`): a geometric grid, then golden-section refinement.
+// Returns `current` unless the best beats it by more than min_gain (relative).
+double goodput_batch(const RankTimeModels& models, const BatchBounds& bounds, double current,
+                     double overhead_s, double noise_scale, double min_gain, int32_t grid = 48);
+
+}  // namespace dynamix
