@@ -43,6 +43,7 @@ class RankTimeModels {
   const std::vector<Model>& models() const { return models_; }
   const std::vector<Reading>& readings() const { return readings_; }
   int32_t history() const { return options_.history; }
+  double forget() const { return options_.forget; }
 
   // Continuous split of B over the ranks with equal predicted compute time, each b_i in
   // [lo_i, hi_i]; `scale` (optional, one factor per rank) multiplies a rank's model. Fills b and

@@ -41,7 +41,7 @@ ActorCriticImpl::ActorCriticImpl(int64_t node_dim, int64_t global_dim, const std
                                  int64_t actions, uint64_t seed)
     : node_dim_(node_dim), global_dim_(global_dim), actions_(actions) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  actor_ = register_module("actor", make_mlp(3 * node_dim + global_dim, hidden, actions, 0.01, gen));
+  actor_ = register_module("actor", make_mlp(2 * node_dim + global_dim, hidden, actions, 0.01, gen));
   critic_ = register_module("critic", make_mlp(2 * node_dim + global_dim, hidden, 1, 1.0, gen));
 }
 
@@ -55,15 +55,12 @@ torch::Tensor ActorCriticImpl::pool(const torch::Tensor& node, const torch::Tens
 
 PolicyOutput ActorCriticImpl::forward(const torch::Tensor& node, const torch::Tensor& global,
                                       const torch::Tensor& mask) {
-  return forward_rows(node, pool(node, mask), global);
+  return forward_pooled(pool(node, mask), global);
 }
 
-PolicyOutput ActorCriticImpl::forward_rows(const torch::Tensor& node, const torch::Tensor& pooled_nodes,
-                                           const torch::Tensor& global) {
-  const int64_t t = node.size(0), n = node.size(1);
-  auto pooled = torch::cat({pooled_nodes, global}, 1);  // [T, 2F + G]
-  auto row = torch::cat({node, pooled.unsqueeze(1).expand({t, n, pooled.size(1)})}, 2);
-  return {actor_->forward(row), critic_->forward(pooled).squeeze(-1)};
+PolicyOutput ActorCriticImpl::forward_pooled(const torch::Tensor& pooled, const torch::Tensor& global) {
+  auto context = torch::cat({pooled, global}, 1);  // [T, 2F + G]
+  return {actor_->forward(context), critic_->forward(context).squeeze(-1)};
 }
 
 void ActorCriticImpl::set_action_bias(const std::vector<float>& bias) {
@@ -88,15 +85,13 @@ bool parameters_finite(ActorCritic& net) {
   return true;
 }
 
-torch::Tensor rank_log_prob(const torch::Tensor& logits, const torch::Tensor& actions) {
-  return torch::log_softmax(logits, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1);  // [T, N]
+torch::Tensor action_log_prob(const torch::Tensor& logits, const torch::Tensor& actions) {
+  return torch::log_softmax(logits, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1);
 }
 
-torch::Tensor mean_entropy(const torch::Tensor& logits, const torch::Tensor& mask) {
+torch::Tensor entropy(const torch::Tensor& logits) {
   auto logp = torch::log_softmax(logits, -1);
-  auto ent = -(logp.exp() * logp).sum(-1);  // [T, N]
-  auto m = mask.to(ent.dtype());
-  return (ent * m).sum(1) / m.sum(1).clamp_min(1.0);
+  return -(logp.exp() * logp).sum(-1);
 }
 
 }  // namespace dynamix

@@ -69,10 +69,9 @@ DynamixPolicy::DynamixPolicy(DynamixOptions o)
     load_archive(o.archive, o.archive_name);
     source = o.archive_name;
   }
-  DYNAMIX_CHECK(learn_ || !source.empty(), "dynamix: inference (policy.learn: false) needs a trained policy");
   publish_snapshot();
-  log("dynamix: " + std::string(learn_ ? (source.empty() ? "learning from scratch" : "fine-tuning ") : "inference from ") +
-      source + "\nppo config:\n" + to_string(config_));
+  log("dynamix: " + std::string(learn_ ? "fine-tuning " : "inference from ") +
+      (source.empty() ? "an untrained policy" : source) + "\nppo config:\n" + to_string(config_));
   if (learn_ && config_.background_update) worker_ = std::thread(&DynamixPolicy::worker_loop, this);
 }
 
@@ -142,9 +141,9 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     // Inference on the snapshot: never waits for an update.
     NetPtr net = snapshot();
     torch::NoGradGuard no_grad;
-    PolicyOutput out = net->forward(torch::from_blob(node.data(), {1, rows, kNodeFeatures}),
-                                    torch::from_blob(glob.data(), {1, kGlobalFeatures}));
-    torch::Tensor logp = torch::log_softmax(out.logits[0], -1).contiguous();  // [N, A]
+    torch::Tensor pooled = ActorCriticImpl::pool(torch::from_blob(node.data(), {1, rows, kNodeFeatures}));
+    PolicyOutput out = net->forward_pooled(pooled, torch::from_blob(glob.data(), {1, kGlobalFeatures}));
+    torch::Tensor logp = torch::log_softmax(out.logits[0], -1).contiguous();  // [A]
     const double value = out.value.item<double>();
     if (!std::isfinite(value) || !torch::isfinite(logp).all().item<bool>()) {
       return fallback(s, current, "dynamix: non-finite logits or value");
@@ -164,29 +163,12 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
       reward_.observe_first(s);
     }
 
-    // Act: sample while learning, argmax otherwise; each rank moves toward one of the proposals.
-    auto lp = logp.accessor<float, 2>();
-    const int64_t actions = logp.size(1);
-    std::vector<int64_t> chosen(n);
-    std::vector<float> chosen_logp(n);
+    // Act: sample while learning, argmax otherwise; every rank takes the move toward its proposal.
+    const int64_t action = learn_ ? sample(logp) : logp.argmax().item<int64_t>();
+    const MoveSpec& move = kMoveSpecs[action];
     std::vector<double> desired(n);
-    plan.actions.resize(n);
-    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    plan.actions.assign(n, static_cast<double>(action));
     for (size_t i = 0; i < n; ++i) {
-      int64_t a = 0;
-      if (learn_) {
-        double u = uniform(rng_), cum = 0;
-        for (a = 0; a < actions - 1; ++a) {
-          cum += std::exp(lp[i][a]);
-          if (u < cum) break;
-        }
-      } else {
-        for (int64_t k = 1; k < actions; ++k) a = lp[i][k] > lp[i][a] ? k : a;
-      }
-      chosen[i] = a;
-      chosen_logp[i] = lp[i][a];
-      plan.actions[i] = static_cast<double>(a);
-      const MoveSpec& move = kMoveSpecs[a];
       const double target = move.fast ? view.fast[i] : view.slow[i];
       desired[i] = current[i] * std::pow(target / current[i], move.fraction);
     }
@@ -197,7 +179,14 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     plan.batch_sizes = std::move(projected.batch_sizes);
     plan.note = std::move(projected.note);
 
-    if (learn_) store_pending(node, glob, chosen, chosen_logp, value);
+    if (learn_) {
+      pending_ = std::make_unique<Transition>();
+      pending_->pooled.assign(pooled.data_ptr<float>(), pooled.data_ptr<float>() + pooled.numel());
+      pending_->global = std::move(glob);
+      pending_->action = action;
+      pending_->logp = logp[action].item<double>();
+      pending_->value = value;
+    }
     prev_batches_ = current;
     last_safe_ = plan.batch_sizes;
     return plan;
@@ -208,34 +197,16 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
   }
 }
 
-// The transition waiting for its reward: every rank's row, or a random subset of
-// kMaxRowsPerTransition rows on large clusters, with the pooled context of all of them.
-void DynamixPolicy::store_pending(const std::vector<float>& node, const std::vector<float>& glob,
-                                  const std::vector<int64_t>& chosen, const std::vector<float>& logp,
-                                  double value) {
-  const int64_t n = static_cast<int64_t>(chosen.size());
-  std::vector<int64_t> rows(n);
-  std::iota(rows.begin(), rows.end(), 0);
-  if (n > kMaxRowsPerTransition) {
-    for (int64_t k = 0; k < kMaxRowsPerTransition; ++k) {  // partial Fisher-Yates
-      std::uniform_int_distribution<int64_t> pick(k, n - 1);
-      std::swap(rows[k], rows[pick(rng_)]);
-    }
-    rows.resize(kMaxRowsPerTransition);
+int64_t DynamixPolicy::sample(const torch::Tensor& logp) {
+  auto lp = logp.accessor<float, 1>();
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+  double cum = 0;
+  int64_t a = 0;
+  for (; a < logp.size(0) - 1; ++a) {
+    cum += std::exp(lp[a]);
+    if (u < cum) break;
   }
-  auto t = std::make_unique<Transition>();
-  t->ranks = static_cast<int64_t>(rows.size());
-  for (int64_t i : rows) {
-    t->node.insert(t->node.end(), node.begin() + i * kNodeFeatures, node.begin() + (i + 1) * kNodeFeatures);
-    t->actions.push_back(chosen[i]);
-    t->logp.push_back(logp[i]);
-  }
-  torch::Tensor pooled =
-      ActorCriticImpl::pool(torch::from_blob(const_cast<float*>(node.data()), {1, n, kNodeFeatures})).contiguous();
-  t->pooled.assign(pooled.data_ptr<float>(), pooled.data_ptr<float>() + pooled.numel());
-  t->global = glob;
-  t->value = value;
-  pending_ = std::move(t);
+  return a;
 }
 
 BatchPlan DynamixPolicy::fallback(const ClusterState& s, const std::vector<int32_t>& current,

@@ -18,6 +18,10 @@
 #include "agent/ppo/reward.h"
 #include "agent/ppo/state_encoder.h"
 
+namespace at {
+class Tensor;
+}  // namespace at
+
 namespace dynamix {
 
 class PpoLearner;
@@ -30,9 +34,9 @@ struct DynamixOptions {
   PpoConfig ppo;                // ignored (but for background_update) when `checkpoint` is given
   bool learn = true;            // false: inference only (argmax actions, frozen normaliser)
   std::string checkpoint;       // saved policy file to start from (learn = true: fine-tune)
+  std::ostream* log = nullptr;  // config at start, one line per update; nullptr = silent
   std::string archive;          // or its bytes (the shipped default policy), when checkpoint is empty
   std::string archive_name;     // where `archive` came from, for messages
-  std::ostream* log = nullptr;  // config at start, one line per update; nullptr = silent
 };
 
 // Modes: learn from scratch (no checkpoint, learn), inference only (checkpoint, !learn),
@@ -80,8 +84,7 @@ class DynamixPolicy : public BatchPolicy {
   NetPtr snapshot() const;
   void publish_snapshot();
   BatchPlan fallback(const ClusterState& state, const std::vector<int32_t>& current, const std::string& why);
-  void store_pending(const std::vector<float>& node, const std::vector<float>& glob,
-                     const std::vector<int64_t>& chosen, const std::vector<float>& logp, double value);
+  int64_t sample(const at::Tensor& logp);  // one draw from the categorical log-probabilities
   void push_transition(double next_value);
   void hand_off(double last_value);
   void worker_loop();

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 #include "agent/ppo/actor_critic.h"
 #include "agent/ppo/dynamix_policy.h"
@@ -20,6 +21,52 @@ std::vector<double> to_vector(const torch::Tensor& t) {
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
 }
 
+// Adam's moments, written per parameter in order. LibTorch's own Optimizer::save keys its state by
+// parameter addresses, so the same training run would write different bytes; this keeps policy
+// files reproducible bit for bit.
+template <class Map>
+typename Map::key_type state_key(const Map&, c10::TensorImpl* param) {
+  using Key = typename Map::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream os;
+    os << param;
+    return os.str();
+  } else {
+    return static_cast<Key>(param);
+  }
+}
+
+void write_adam(torch::serialize::OutputArchive& a, torch::optim::Adam& opt) {
+  const auto& params = opt.param_groups().at(0).params();
+  for (size_t k = 0; k < params.size(); ++k) {
+    auto it = opt.state().find(state_key(opt.state(), params[k].unsafeGetTensorImpl()));
+    if (it == opt.state().end()) continue;
+    auto& st = static_cast<torch::optim::AdamParamState&>(*it->second);
+    const std::string prefix = "adam." + std::to_string(k) + ".";
+    a.write(prefix + "step", torch::tensor({static_cast<int64_t>(st.step())}, torch::kLong));
+    a.write(prefix + "exp_avg", st.exp_avg());
+    a.write(prefix + "exp_avg_sq", st.exp_avg_sq());
+  }
+}
+
+void read_adam(torch::serialize::InputArchive& a, torch::optim::Adam& opt) {
+  const auto& params = opt.param_groups().at(0).params();
+  for (size_t k = 0; k < params.size(); ++k) {
+    const std::string prefix = "adam." + std::to_string(k) + ".";
+    torch::Tensor step, m, v;
+    if (!a.try_read(prefix + "step", step)) continue;
+    a.read(prefix + "exp_avg", m);
+    a.read(prefix + "exp_avg_sq", v);
+    DYNAMIX_CHECK(m.sizes() == params[k].sizes() && v.sizes() == params[k].sizes(),
+                  "optimizer state does not match the network");
+    auto st = std::make_unique<torch::optim::AdamParamState>();
+    st->step(step.item<int64_t>());
+    st->exp_avg(m);
+    st->exp_avg_sq(v);
+    opt.state()[state_key(opt.state(), params[k].unsafeGetTensorImpl())] = std::move(st);
+  }
+}
+
 }  // namespace
 
 void DynamixPolicy::write_archive(std::ostream& out) const {
@@ -27,11 +74,10 @@ void DynamixPolicy::write_archive(std::ostream& out) const {
   torch::serialize::OutputArchive a;
   a.write("format", c10::IValue(std::string(kFormat)));
   a.write("config", c10::IValue(to_string(config_)));
-  torch::serialize::OutputArchive net, opt;
+  torch::serialize::OutputArchive net;
   learner_->net()->save(net);
-  learner_->optimizer().save(opt);
   a.write("net", net);
-  a.write("optimizer", opt);
+  write_adam(a, learner_->optimizer());
   a.write("norm.node.mean", torch::tensor(node_norm_.mean(), torch::kDouble));
   a.write("norm.node.var", torch::tensor(node_norm_.var(), torch::kDouble));
   a.write("norm.node.count", torch::tensor({node_norm_.count()}, torch::kDouble));
@@ -60,11 +106,10 @@ void DynamixPolicy::read_archive(std::istream& in) {
   PpoConfig loaded = ppo_config_from_string(v.toStringRef());
   loaded.background_update = config_.background_update;  // a property of this run, not of the policy
   auto learner = std::make_unique<PpoLearner>(loaded, kNodeFeatures, kGlobalFeatures);
-  torch::serialize::InputArchive net, opt;
+  torch::serialize::InputArchive net;
   a.read("net", net);
-  a.read("optimizer", opt);
   learner->net()->load(net);
-  learner->optimizer().load(opt);
+  read_adam(a, learner->optimizer());
   auto read = [&a](const char* key) {
     torch::Tensor t;
     a.read(key, t);

@@ -16,6 +16,8 @@ struct MoveSpec {
   double fraction;  // geometric fraction of the way there
 };
 
+static_assert(kMoves == 5, "ppo_config.cc validates prior_action against 5 moves");
+
 constexpr MoveSpec kMoveSpecs[kMoves] = {{false, 0.0}, {false, 0.5}, {false, 1.0}, {true, 0.5}, {true, 1.0}};
 
 }  // namespace dynamix

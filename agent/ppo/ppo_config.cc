@@ -95,6 +95,7 @@ const std::map<std::string, Field>& fields() {
           for (double h : parse_list(k, v)) c.hidden.push_back(static_cast<int64_t>(h));
         }}},
       {"prior_logit", scalar(&PpoConfig::prior_logit)},
+      {"prior_action", scalar(&PpoConfig::prior_action)},
       {"obs_clip", scalar(&PpoConfig::obs_clip)},
       {"reward.efficiency", reward_scalar(&RewardWeights::efficiency)},
       {"reward.instability", reward_scalar(&RewardWeights::instability)},
@@ -155,6 +156,7 @@ void validate(const PpoConfig& c) {
   check(!c.hidden.empty(), "hidden", "a non-empty list of layer widths");
   for (int64_t h : c.hidden) check(h >= 1, "hidden", "positive widths");
   check(std::isfinite(c.prior_logit), "prior_logit", "finite");
+  check(c.prior_action >= 0 && c.prior_action < 5, "prior_action", "a move index in [0, 5)");
   check(c.obs_clip > 0, "obs_clip", "> 0");
 }
 

@@ -44,6 +44,7 @@ struct PpoConfig {
   // Residual start: the untrained policy head favours "move to the balanced plan" by this logit,
   // so learning begins from the heuristic and improves on it (actions: agent/ppo/moves.h).
   double prior_logit = 1.5;
+  int64_t prior_action = 2;  // the move it favours (kSlow in moves.h)
 
   // Observation normalisation.
   double obs_clip = 5.0;

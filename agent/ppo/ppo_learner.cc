@@ -12,50 +12,34 @@
 namespace dynamix {
 namespace {
 
-// The whole rollout as padded tensors: rollouts may mix cluster sizes (pretraining).
+// The whole rollout as tensors.
 struct Batch {
-  torch::Tensor node, pooled, global, mask, actions, old_logp, old_value, adv, returns;
+  torch::Tensor pooled, global, actions, old_logp, old_value, adv, returns;
 };
 
 Batch collate(const Rollout& r, const std::vector<double>& adv, const std::vector<double>& ret,
               int64_t node_dim, int64_t global_dim) {
   const int64_t t = static_cast<int64_t>(r.steps.size());
-  int64_t n = 0;
-  for (const auto& s : r.steps) n = std::max(n, s.ranks);
-  Batch b;
-  b.node = torch::zeros({t, n, node_dim});
-  b.pooled = torch::zeros({t, 2 * node_dim});
-  b.global = torch::zeros({t, global_dim});
-  b.mask = torch::zeros({t, n}, torch::kBool);
-  b.actions = torch::zeros({t, n}, torch::kLong);
-  b.old_logp = torch::zeros({t, n});
-  auto node = b.node.accessor<float, 3>();
-  auto pooled = b.pooled.accessor<float, 2>();
-  auto glob = b.global.accessor<float, 2>();
-  auto mask = b.mask.accessor<bool, 2>();
-  auto act = b.actions.accessor<int64_t, 2>();
-  auto logp = b.old_logp.accessor<float, 2>();
-  std::vector<float> value(t), a(t), rt(t);
+  std::vector<float> pooled, global, logp(t), value(t), a(t), rt(t);
+  std::vector<int64_t> actions(t);
   for (int64_t k = 0; k < t; ++k) {
     const Transition& s = r.steps[k];
-    DYNAMIX_CHECK(static_cast<int64_t>(s.node.size()) == s.ranks * node_dim &&
-                      static_cast<int64_t>(s.pooled.size()) == 2 * node_dim &&
-                      static_cast<int64_t>(s.global.size()) == global_dim &&
-                      static_cast<int64_t>(s.actions.size()) == s.ranks &&
-                      static_cast<int64_t>(s.logp.size()) == s.ranks,
+    DYNAMIX_CHECK(static_cast<int64_t>(s.pooled.size()) == 2 * node_dim &&
+                      static_cast<int64_t>(s.global.size()) == global_dim && s.action >= 0,
                   "ppo: malformed transition in rollout");
-    for (int64_t i = 0; i < s.ranks; ++i) {
-      for (int64_t f = 0; f < node_dim; ++f) node[k][i][f] = s.node[i * node_dim + f];
-      mask[k][i] = true;
-      act[k][i] = s.actions[i];
-      logp[k][i] = s.logp[i];
-    }
-    for (int64_t f = 0; f < 2 * node_dim; ++f) pooled[k][f] = s.pooled[f];
-    for (int64_t f = 0; f < global_dim; ++f) glob[k][f] = s.global[f];
+    pooled.insert(pooled.end(), s.pooled.begin(), s.pooled.end());
+    global.insert(global.end(), s.global.begin(), s.global.end());
+    actions[k] = s.action;
+    logp[k] = static_cast<float>(s.logp);
     value[k] = static_cast<float>(s.value);
     a[k] = static_cast<float>(adv[k]);
     rt[k] = static_cast<float>(ret[k]);
   }
+  Batch b;
+  b.pooled = torch::tensor(pooled).view({t, 2 * node_dim});
+  b.global = torch::tensor(global).view({t, global_dim});
+  b.actions = torch::tensor(actions);
+  b.old_logp = torch::tensor(logp);
   b.old_value = torch::tensor(value);
   b.adv = torch::tensor(a);
   b.returns = torch::tensor(rt);
@@ -78,7 +62,7 @@ PpoLearner::PpoLearner(const PpoConfig& config, int64_t node_dim, int64_t global
       rng_(config.seed ^ 0x9e3779b97f4a7c15ULL) {
   validate(config_);
   std::vector<float> prior(kMoves, 0.f);
-  prior[kSlow] = static_cast<float>(config_.prior_logit);
+  prior[static_cast<size_t>(config_.prior_action)] = static_cast<float>(config_.prior_logit);
   net_->set_action_bias(prior);
   reset_optimizer();
 }
@@ -121,16 +105,11 @@ UpdateStats PpoLearner::update(const Rollout& rollout) {
     for (int64_t start = 0; start < static_cast<int64_t>(t); start += mb_size) {
       int64_t end = std::min<int64_t>(start + mb_size, t);
       auto idx = torch::tensor(std::vector<int64_t>(order.begin() + start, order.begin() + end));
-      auto mask = b.mask.index_select(0, idx);
-      PolicyOutput out =
-          net_->forward_rows(b.node.index_select(0, idx), b.pooled.index_select(0, idx), b.global.index_select(0, idx));
-      // Per-rank ratios over the kept rows, each with its transition's (team) advantage.
-      auto new_logp = rank_log_prob(out.logits, b.actions.index_select(0, idx)).masked_select(mask);
-      auto old_logp = b.old_logp.index_select(0, idx).masked_select(mask);
-      auto rank_adv = b.adv.index_select(0, idx).unsqueeze(1).expand_as(mask).masked_select(mask);
-      auto entropy = mean_entropy(out.logits, mask);
-      PpoLoss loss = ppo_loss(new_logp, old_logp, rank_adv, out.value, b.old_value.index_select(0, idx),
-                              b.returns.index_select(0, idx), entropy, c);
+      PolicyOutput out = net_->forward_pooled(b.pooled.index_select(0, idx), b.global.index_select(0, idx));
+      auto new_logp = action_log_prob(out.logits, b.actions.index_select(0, idx));
+      PpoLoss loss =
+          ppo_loss(new_logp, b.old_logp.index_select(0, idx), b.adv.index_select(0, idx), out.value,
+                   b.old_value.index_select(0, idx), b.returns.index_select(0, idx), entropy(out.logits), c);
 
       optimizer_->zero_grad();
       loss.total.backward();

@@ -14,23 +14,16 @@
 
 namespace dynamix {
 
-// One decision window: the normalised observation, the per-rank actions, and what followed.
-// Ranks act as agents sharing one team reward (MAPPO with shared weights): each kept rank has its
-// own probability ratio, so the update does not degrade with the cluster size. Large clusters keep
-// a random subset of their ranks' rows (kMaxRowsPerTransition) with the pooled context of all.
+// One decision window: the pooled normalised observation, the cluster's move, and what followed.
 struct Transition {
-  int64_t ranks = 0;             // rows kept
-  std::vector<float> node;       // ranks x node_dim, normalised
-  std::vector<float> pooled;     // 2 x node_dim: [mean ‖ max] of every rank's normalised row
-  std::vector<float> global;     // global_dim, normalised
-  std::vector<int64_t> actions;  // action index per kept rank
-  std::vector<float> logp;       // log pi(a_i | s) per kept rank under the acting network
-  double value = 0;              // V(s) under the acting network
-  double reward = 0;             // reward of the window that ran under this action
-  bool terminal = false;         // the episode ended after this transition
+  std::vector<float> pooled;  // 2 x node_dim: [mean ‖ max] of every rank's normalised row
+  std::vector<float> global;  // global_dim, normalised
+  int64_t action = 0;         // the move (moves.h)
+  double logp = 0;            // log pi(action | s) under the acting network
+  double value = 0;           // V(s) under the acting network
+  double reward = 0;          // reward of the window that ran under this action
+  bool terminal = false;      // the episode ended after this transition
 };
-
-constexpr int64_t kMaxRowsPerTransition = 64;
 
 struct Rollout {
   std::vector<Transition> steps;

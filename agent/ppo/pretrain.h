@@ -14,7 +14,7 @@ namespace dynamix {
 // Domain randomization (docs/AGENT.md, "Pretraining"): every episode draws a cluster and a
 // workload from these ranges, so the policy never leans on one magnitude.
 struct PretrainOptions {
-  int64_t episodes = 1200;
+  int64_t episodes = 2000;
   uint64_t seed = 1;  // clusters, events and the policy's sampling
   int32_t min_nodes = 2, max_nodes = 1024;     // log-uniform cluster size
   double min_step_s = 1e-3, max_step_s = 10;   // compute time of a full-speed rank at the start

@@ -80,6 +80,23 @@ double memory_headroom(const NodeRecord& r) {
   return 0;
 }
 
+// A rank whose balanced move is within the noise of its fitted model keeps its batch: the move's
+// log-size must exceed kSignificance standard errors of the model's prediction (the residual over
+// the square root of the history's effective length under forgetting). The fast proposal is left
+// as it is: the policy decides when a single window is worth reacting to.
+constexpr double kSignificance = 2.0;
+
+void hold_insignificant(const RankTimeModels& models, const ClusterState& s, std::vector<double>& proposal) {
+  const double effective = 1 / (1 - models.forget());
+  for (size_t i = 0; i < proposal.size(); ++i) {
+    const RankTimeModels::Reading& r = models.readings()[i];
+    const double n = std::min<double>(r.observations, effective);
+    const double se = n > 1 ? r.residual / std::sqrt(n) : 0;
+    const double b = std::max(1, s.nodes[i].batch_size);
+    if (std::fabs(std::log(proposal[i] / b)) < kSignificance * se) proposal[i] = b;
+  }
+}
+
 }  // namespace
 
 BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, double global_batch) {
@@ -103,6 +120,7 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
     rate_sum += v.proportional[i];
   }
   models.split(global_batch, lo, hi, v.fast, &scale);
+  hold_insignificant(models, s, v.slow);
   for (size_t i = 0; i < n; ++i) {
     v.proportional[i] = rate_sum > 0 ? std::max(1.0, global_batch * v.proportional[i] / rate_sum) : v.slow[i];
   }

@@ -23,6 +23,8 @@ std::unique_ptr<BatchPolicy> make_policy(const Config& config, const BatchBounds
                                             "; give a policy file or 'none' (learn from scratch)");
     } else if (config.policy.checkpoint != "none") {
       o.checkpoint = config.policy.checkpoint;
+    } else {
+      DYNAMIX_CHECK(o.learn, "policy.checkpoint: 'none' (an untrained policy) needs policy.learn: true");
     }
     o.log = &std::cout;  // hyper-parameters at start, one line per PPO update
     return std::make_unique<DynamixPolicy>(o);

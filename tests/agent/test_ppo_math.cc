@@ -109,7 +109,7 @@ TEST(RunningNorm, MatchesBatchMeanAndVariance) {
   EXPECT_FLOAT_EQ(z[1], -5.f);
 }
 
-TEST(ActorCritic, SharedWeightsArePermutationEquivariant) {
+TEST(ActorCritic, PooledContextIsPermutationInvariantAndSizeFree) {
   ActorCritic net(kNodeFeatures, kGlobalFeatures, std::vector<int64_t>{64, 64}, 5, 7);
   torch::NoGradGuard no_grad;
   for (int64_t n : {4, 32}) {
@@ -118,11 +118,12 @@ TEST(ActorCritic, SharedWeightsArePermutationEquivariant) {
     auto perm = torch::randperm(n, torch::kLong);
     PolicyOutput a = net->forward(node, global);
     PolicyOutput b = net->forward(node.index_select(1, perm), global);
-    ASSERT_EQ(a.logits.sizes(), (std::vector<int64_t>{1, n, 5}));
-    EXPECT_TRUE(torch::allclose(a.logits.index_select(1, perm), b.logits, 1e-5, 1e-6));
+    ASSERT_EQ(a.logits.sizes(), (std::vector<int64_t>{1, 5}));
+    EXPECT_TRUE(torch::allclose(a.logits, b.logits, 1e-5, 1e-6));
     EXPECT_TRUE(torch::allclose(a.value, b.value, 1e-5, 1e-6));
-    // Not a constant function: ranks with different features get different logits.
-    EXPECT_GT((a.logits[0][0] - a.logits[0][1]).abs().max().item<float>(), 0.f);
+    // Not a constant function: other rank features give other logits.
+    PolicyOutput c = net->forward(node * 2, global);
+    EXPECT_GT((a.logits - c.logits).abs().max().item<float>(), 0.f);
   }
 }
 
@@ -140,28 +141,29 @@ TEST(ActorCritic, PaddedBatchOfMixedSizesMatchesSeparatePasses) {
   mask[1].fill_(true);
   PolicyOutput batched = net->forward(node, g, mask);
   PolicyOutput a = net->forward(small, g.slice(0, 0, 1)), b = net->forward(big, g.slice(0, 1, 2));
-  EXPECT_TRUE(torch::allclose(batched.logits[0].slice(0, 0, 4), a.logits[0], 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(batched.logits[0], a.logits[0], 1e-5, 1e-6));
   EXPECT_TRUE(torch::allclose(batched.logits[1], b.logits[0], 1e-5, 1e-6));
   EXPECT_NEAR(batched.value[0].item<float>(), a.value[0].item<float>(), 1e-5);
+  // What a transition stores (the pooled rows) gives the same output.
+  PolicyOutput pooled = net->forward_pooled(ActorCriticImpl::pool(big), g.slice(0, 1, 2));
+  EXPECT_TRUE(torch::allclose(pooled.logits, b.logits, 1e-6, 1e-7));
 
-  auto actions = torch::zeros({2, 32}, torch::kLong);
-  auto lp = joint_log_prob(batched.logits, actions, mask);
-  auto expect0 = torch::log_softmax(a.logits[0], -1).select(1, 0).sum();
-  EXPECT_NEAR(lp[0].item<float>(), expect0.item<float>(), 1e-4);
+  auto lp = action_log_prob(batched.logits, torch::tensor({2, 4}, torch::kLong));
+  EXPECT_NEAR(lp[0].item<float>(), torch::log_softmax(a.logits[0], -1)[2].item<float>(), 1e-5);
 }
 
 TEST(PpoConfigText, RoundTripsAndRejectsUnknownKeys) {
   PpoConfig c;
-  c.multipliers = {0.5, 1.0, 2.0};
+  c.prior_logit = 0.75;
   c.hidden = {16};
   c.seed = 12345678901234ULL;
   c.reward.churn = 0.25;
   PpoConfig back = ppo_config_from_string(to_string(c));
-  EXPECT_EQ(back.multipliers, c.multipliers);
+  EXPECT_DOUBLE_EQ(back.prior_logit, 0.75);
   EXPECT_EQ(back.hidden, c.hidden);
   EXPECT_EQ(back.seed, c.seed);
   EXPECT_DOUBLE_EQ(back.reward.churn, 0.25);
-  EXPECT_DOUBLE_EQ(back.gamma, 0.99);
+  EXPECT_DOUBLE_EQ(back.gamma, PpoConfig{}.gamma);
   EXPECT_THROW(ppo_config_from_string("gama=0.9\n"), std::exception);
   EXPECT_THROW(ppo_config_from_string("gamma=1.5\n"), std::exception);
 }

@@ -2,57 +2,85 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <set>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 
+#include "agent/ppo/default_policy.h"
 #include "agent/ppo/dynamix_policy.h"
+#include "agent/ppo/moves.h"
 #include "agent/ppo/pretrain.h"
 #include "agent/sim/cluster_simulator.h"
 
 namespace dynamix {
 namespace {
 
+// Measured bounds the shipped policy must keep (docs/AGENT.md, "Invariants").
+constexpr int32_t kHomogeneousTolerance = 2;  // samples of 32 (6 %)
+constexpr int kWindowsToBalance = 14;
+
 // Budget (also in docs/AGENT.md): kEpisodes episodes of kWindows decisions of 5 simulated steps,
 // from scratch, fixed seeds; then one greedy (argmax) episode is scored.
-constexpr int64_t kEpisodes = 120;
+constexpr int64_t kEpisodes = 60;
 constexpr int64_t kWindows = 24;
 
-SimConfig four_nodes(uint64_t seed) {
+SimConfig nodes_at(std::vector<double> speeds, uint64_t seed, double noise = 0.05) {
   SimConfig c;
-  c.nodes = 4;
+  c.nodes = int32_t(speeds.size());
   c.seed = seed;
-  for (double speed : {1.0, 1.0, 0.5, 0.25}) {
+  for (double speed : speeds) {
     c.alpha_s.push_back(c.workload.alpha_s / speed);
     c.beta_s.push_back(c.workload.beta_s / speed);
   }
+  c.workload.noise = noise;
   c.workload.target_progress = 1e12;  // episodes end by window count
   return c;
 }
 
-BatchBounds bounds() {
+SimConfig four_nodes(uint64_t seed) { return nodes_at({1.0, 1.0, 0.5, 0.25}, seed); }
+
+BatchBounds bounds(int32_t global = 128) {
   BatchBounds b;
   b.min = 1;
   b.max = {256};
   b.fixed_global = true;
-  b.global_batch = 128;
+  b.global_batch = global;
   b.max_change = 0.5;
   return b;
 }
 
-TEST(PpoSim, ReachesNinetyPercentOfBalancedThroughputOnFourNodes) {
+DynamixOptions shipped() {
+  DynamixOptions o;
+  o.learn = false;
+  o.ppo.background_update = false;
+  o.archive = default_policy_archive();
+  o.archive_name = kDefaultPolicyName;
+  return o;
+}
+
+// Learning works: an untrained head that holds every plan (the prior on "balanced" turned off)
+// learns to balance four unequal nodes.
+TEST(PpoSim, LearnsToBalanceFourNodesFromAHoldingStart) {
   PpoConfig c;
   c.hidden = {32, 32};
   c.rollout_windows = 96;
   c.learning_rate = 1e-3;
   c.background_update = false;  // deterministic under the fixed seed
+  c.prior_action = kHold;       // the untrained head keeps every plan
+  c.prior_logit = 3;
   c.seed = 3;
   DynamixOptions o;
   o.ppo = c;
   DynamixPolicy policy(o);
 
   ClusterSimulator uniform(four_nodes(11), bounds(), {32}, 5);
-  DynamixPolicy untrained(DynamixOptions{c, false, "", nullptr});
+  DynamixOptions frozen = o;
+  frozen.learn = false;
+  DynamixPolicy untrained(frozen);
   const double before = run_sim_episode(untrained, uniform, kWindows).final_ideal_ratio;
 
   for (int64_t ep = 0; ep < kEpisodes; ++ep) {
@@ -68,8 +96,88 @@ TEST(PpoSim, ReachesNinetyPercentOfBalancedThroughputOnFourNodes) {
   EpisodeResult r = run_sim_episode(policy, eval, kWindows);
   std::cout << "untrained (argmax) end-of-episode throughput/ideal " << before << ", trained "
             << r.final_ideal_ratio << " (mean over the episode " << r.ideal_ratio << ")\n";
-  EXPECT_LT(before, 0.7);
+  EXPECT_LT(before, 0.8);
   EXPECT_GE(r.final_ideal_ratio, 0.90);
+}
+
+// Every time field times k and every rate over k (a cluster k times slower), or bytes times k.
+ClusterState scaled(ClusterState s, double time_k, double bytes_k) {
+  for (NodeRecord& r : s.nodes) {
+    for (double* t : {&r.compute_s, &r.comm_s, &r.wait_s, &r.data_s, &r.optimizer_s, &r.net_srtt_us}) *t *= time_k;
+    r.samples_per_s /= time_k;
+    r.net_retransmits_per_s /= time_k;
+    r.net_tx_bytes_per_s *= bytes_k / time_k;
+    r.net_rx_bytes_per_s *= bytes_k / time_k;
+    r.gpu_mem_used_bytes *= bytes_k;
+    r.gpu_mem_total_bytes *= bytes_k;
+  }
+  return s;
+}
+
+ClusterState permuted(ClusterState s, const std::vector<size_t>& perm) {
+  ClusterState p = s;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    p.nodes[i] = s.nodes[perm[i]];
+    p.bounds.max[i] = s.bounds.max[perm[i]];
+  }
+  return p;
+}
+
+TEST(ShippedPolicy, PlansIgnoreUnitsAndFollowRankOrder) {
+  SimConfig c = nodes_at({1.0, 0.8, 0.5, 0.5, 0.3, 1.0, 0.25, 0.7}, 5, 0.1);
+  c.events.push_back({200, {1}, 3.0, 0});
+  BatchBounds b = bounds(256);
+  b.max.assign(8, 256);
+  ClusterSimulator sim(c, b, {32}, 10);
+  DynamixPolicy base(shipped()), slow(shipped()), big(shipped()), perm(shipped());
+  const std::vector<size_t> order = {3, 7, 0, 5, 1, 6, 2, 4};
+  ClusterState s = sim.reset();
+  for (int w = 0; w < 30; ++w) {
+    const BatchPlan p = base.decide(s);
+    EXPECT_EQ(slow.decide(scaled(s, 1000, 1)).batch_sizes, p.batch_sizes) << "window " << w;
+    EXPECT_EQ(big.decide(scaled(s, 1, 1000)).batch_sizes, p.batch_sizes) << "window " << w;
+    const BatchPlan q = perm.decide(permuted(s, order));
+    for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(q.batch_sizes[i], p.batch_sizes[order[i]]) << "window " << w;
+    s = sim.step_window(p);
+  }
+}
+
+TEST(ShippedPolicy, HomogeneousClusterWithNoiseKeepsItsPlan) {
+  for (double noise : {0.05, 0.1}) {
+    ClusterSimulator sim(nodes_at(std::vector<double>(8, 1.0), 9, noise), bounds(256), {32}, 20);
+    DynamixPolicy policy(shipped());
+    ClusterState s = sim.reset();
+    int32_t worst = 0;
+    for (int w = 0; w < 40; ++w) {
+      const BatchPlan p = policy.decide(s);
+      for (int32_t b : p.batch_sizes) worst = std::max(worst, std::abs(b - 32));
+      s = sim.step_window(p);
+    }
+    std::cout << "per-step noise " << noise << ": largest move from 32 in 40 windows " << worst << "\n";
+    EXPECT_LE(worst, kHomogeneousTolerance) << "noise " << noise;
+  }
+}
+
+TEST(ShippedPolicy, ReachesTheBalancedPlanWithinAFewWindowsFromAnyStart) {
+  std::mt19937_64 rng(21);
+  std::uniform_int_distribution<int32_t> start(16, 256);
+  for (int trial = 0; trial < 12; ++trial) {
+    const bool large = trial % 3 == 2;
+    std::vector<double> speeds;
+    for (int i = 0; i < (large ? 32 : 4); ++i) speeds.push_back(std::pow(16.0, -std::uniform_real_distribution<double>(0, 1)(rng)));
+    std::vector<int32_t> init;
+    for (size_t i = 0; i < speeds.size(); ++i) init.push_back(start(rng));
+    const int32_t global = std::accumulate(init.begin(), init.end(), 0);
+    BatchBounds b = bounds(global);
+    b.max = {4096};
+    ClusterSimulator sim(nodes_at(speeds, 30 + trial, 0.0), b, init, 10);
+    DynamixPolicy policy(shipped());
+    ClusterState s = sim.reset();
+    for (int w = 0; w < kWindowsToBalance; ++w) s = sim.step_window(policy.decide(s));
+    const double step = s.nodes[0].compute_s + s.nodes[0].wait_s + s.nodes[0].comm_s;
+    const double ratio = global / step / sim.balanced_throughput(global);
+    EXPECT_GE(ratio, 0.95) << "trial " << trial << " (" << speeds.size() << " ranks)";
+  }
 }
 
 TEST(PpoPretrain, TrainsOverRandomClustersSavesAndReloads) {
@@ -86,22 +194,24 @@ TEST(PpoPretrain, TrainsOverRandomClustersSavesAndReloads) {
   o.log = &log;
   ASSERT_EQ(run_pretrain(o), 0);
   EXPECT_NE(log.str().find("episode 6/6"), std::string::npos) << log.str();
-  EXPECT_NE(log.str().find("gamma=0.99"), std::string::npos);  // config printed at start
+  EXPECT_NE(log.str().find("gamma="), std::string::npos);  // config printed at start
 
-  // Random clusters differ in size; the saved policy serves any size.
-  std::vector<int32_t> sizes;
-  for (int64_t ep = 0; ep < 6; ++ep) sizes.push_back(random_cluster(o, ep).nodes);
-  EXPECT_NE(*std::min_element(sizes.begin(), sizes.end()), *std::max_element(sizes.begin(), sizes.end()));
+  // Random episodes differ in size and kind; the saved policy serves any size.
+  std::set<int32_t> sizes;
+  std::set<std::string> kinds;
+  for (int64_t ep = 0; ep < 40; ++ep) {
+    PretrainEpisode e = random_episode(o, ep);
+    sizes.insert(e.config.nodes);
+    kinds.insert(e.kind);
+    ClusterSimulator check(e.config, e.bounds, {e.batch_per_rank}, e.window);  // a valid cluster
+  }
+  EXPECT_GT(sizes.size(), 5u);
+  EXPECT_GE(kinds.size(), 5u);
   DynamixPolicy loaded(DynamixOptions{PpoConfig{}, false, o.output, nullptr});
   EXPECT_GT(loaded.updates(), 0);
   for (int32_t n : {4, 48}) {
-    SimConfig c = random_cluster(o, 0);
-    c.nodes = n;
-    c.alpha_s.assign(n, c.workload.alpha_s);
-    c.beta_s.assign(n, c.workload.beta_s);
-    BatchBounds b = bounds();
-    b.global_batch = 32 * n;
-    ClusterSimulator sim(c, b, {32}, 5);
+    SimConfig c = nodes_at(std::vector<double>(size_t(n), 1.0), 1);
+    ClusterSimulator sim(c, bounds(32 * n), {32}, 5);
     EpisodeResult r = run_sim_episode(loaded, sim, 4);
     EXPECT_EQ(r.windows, 4);
   }
