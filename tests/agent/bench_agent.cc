@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "agent/ppo/default_policy.h"
 #include "agent/ppo/dynamix_policy.h"
 
 namespace dynamix {
@@ -38,11 +39,13 @@ ClusterState make_state(int n, std::mt19937_64& rng) {
   return s;
 }
 
-// Inference only (a loaded policy): what a training step waits for every window.
+// Inference only (the shipped policy): what a training step waits for every window.
 void BM_DecideInference(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
   DynamixOptions o;
   o.learn = false;
+  o.archive = default_policy_archive();
+  o.archive_name = kDefaultPolicyName;
   DynamixPolicy policy(o);
   std::mt19937_64 rng(1);
   ClusterState s = make_state(n, rng);
@@ -51,11 +54,13 @@ void BM_DecideInference(benchmark::State& st) {
 }
 BENCHMARK(BM_DecideInference)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
-// Online learning: adds reward, transition storage and hand-off; PPO updates run on the worker.
+// Online fine-tuning: adds reward, transition storage and hand-off; PPO updates run on the worker.
 void BM_DecideLearning(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
   DynamixOptions o;
   o.learn = true;
+  o.archive = default_policy_archive();
+  o.archive_name = kDefaultPolicyName;
   DynamixPolicy policy(o);
   std::mt19937_64 rng(1);
   ClusterState s = make_state(n, rng);

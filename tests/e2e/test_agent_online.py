@@ -1,5 +1,6 @@
-"""The PPO agent learns online inside a real 4-rank run: updates happen on rank 0's background
-thread while training goes on, every plan is feasible, and the outputs meet the contract."""
+"""The PPO agent fine-tunes the shipped policy online inside a real 4-rank run: updates happen on
+rank 0's background thread while training goes on, every plan is feasible, and the outputs meet
+the contract."""
 import os
 import re
 
@@ -24,8 +25,10 @@ def main():
         if r.returncode != 0:
             fail(f"exit {r.returncode}")
         updates = re.findall(r"dynamix: update (\d+) ", r.stdout)
-        if len(updates) < 2:
-            fail(f"expected >= 2 PPO updates in 150 windows (rollout 64), saw {updates}")
+        if len(updates) < 1:
+            fail(f"expected a PPO update in 150 windows (rollout 128), saw {updates}")
+        if "fine-tuning the shipped default policy" not in r.stdout:
+            fail("the run did not start from the shipped policy")
         decisions = read_jsonl(out / "decisions.jsonl")
         if len(decisions) != 150:
             fail(f"{len(decisions)} decisions, expected 150")

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Real runs of several policies on one config, interleaved (policy order rotates every repetition so
+# machine noise hits all alike); prints one row per run and the per-policy medians from summary.json.
+# Usage: scripts/experiments/compare_policies.sh CONFIG REPS OUTDIR [policy ...] [-- extra --set args]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+config=$1 reps=$2 out=$3
+shift 3
+policies=() extra=()
+while (($#)); do
+  if [[ $1 == -- ]]; then shift; extra=("$@"); break; fi
+  policies+=("$1"); shift
+done
+((${#policies[@]})) || policies=(static proportional gns dynamix)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+np=$(python3 -c "import yaml,sys; print(len(yaml.safe_load(open('$config'))['batch']['init']))" 2>/dev/null || echo 4)
+mkdir -p "$out"
+for ((r = 0; r < reps; r++)); do
+  for ((k = 0; k < ${#policies[@]}; k++)); do
+    p=${policies[$(((k + r) % ${#policies[@]}))]}
+    dir=$out/$p.$r
+    mpirun -np "$np" --oversubscribe --bind-to none build/bin/dynamix train --config "$config" --overwrite \
+      --set policy.name="$p" --set output.dir="$dir" "${extra[@]}" >"$dir.log" 2>&1 ||
+      echo "run $p.$r FAILED (exit $?; see $dir.log)"
+    tail -n 1 "$dir.log"
+  done
+done
+python3 - "$out" "${policies[@]}" <<'PY'
+import json, statistics, sys
+from pathlib import Path
+out, policies = Path(sys.argv[1]), sys.argv[2:]
+print(f"{'policy':14} {'runs':>4} {'total_s':>8} {'ttt_s':>7} {'acc':>7} {'wait':>6} {'samples/s':>9}")
+for p in policies:
+    rows = [json.loads(f.read_text()) for f in sorted(out.glob(f"{p}.*/summary.json"))]
+    if not rows:
+        print(f"{p:14} no completed run"); continue
+    med = lambda k: statistics.median(r[k] for r in rows if r.get(k) is not None) if any(r.get(k) is not None for r in rows) else float("nan")
+    print(f"{p:14} {len(rows):4d} {med('total_time_s'):8.1f} {med('time_to_target_s'):7.1f} "
+          f"{med('final_test_accuracy'):7.4f} {med('mean_wait_fraction'):6.3f} {med('mean_throughput'):9.0f}")
+PY
