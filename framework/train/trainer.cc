@@ -244,7 +244,7 @@ void Trainer::prepare() {
 
 void Trainer::broadcast_tensor(torch::Tensor& t) {
   // Bytes: any dtype, and the layout (e.g. channels_last) travels as it is in memory.
-  const bool host_copy = t.is_cuda() && comm_.backend() != "nccl";
+  const bool host_copy = t.is_cuda() && !comm_.reduces_device_buffers();
   torch::Tensor buf = host_copy ? t.to(torch::kCPU).contiguous() : t.contiguous();
   comm_.broadcast(buf.data_ptr(), static_cast<size_t>(buf.nbytes()), DType::kUInt8, 0);
   if (host_copy || !t.is_contiguous()) t.copy_(buf);
