@@ -129,6 +129,12 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
   return p;
 }
 
+// LibTorch's errors carry a C++ backtrace in what(): the first line is the message.
+std::string without_backtrace(const std::exception& e) {
+  if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) return ce->what_without_backtrace();
+  return e.what();
+}
+
 std::string layout(const torch::Tensor& t) {
   std::ostringstream os;
   os << t.sizes() << " " << t.dtype();
@@ -210,20 +216,26 @@ TrainProgress peek_checkpoint(const std::string& payload, const std::string& ori
 }
 
 TrainProgress decode_checkpoint(const std::string& payload, torch::nn::Module& model,
-                                torch::optim::Optimizer& optimizer, const std::string& origin) {
+                                torch::optim::Optimizer& optimizer, const std::string& origin,
+                                const std::string& optimizer_name) {
   c10::optional<torch::Device> device;
   const auto params = model.parameters();
   if (!params.empty()) device = params.front().device();
   auto ar = open_archive(payload, origin, device);
   TrainProgress p = read_progress(ar, origin);
+  if (!optimizer_name.empty() && p.optimizer != optimizer_name) {
+    throw Error("checkpoint " + origin + " was written with optimizer '" + p.optimizer +
+                "', the configuration asks for '" + optimizer_name +
+                "' (train.optimizer): resume with the same optimizer, or start a new run");
+  }
   try {
     torch::serialize::InputArchive model_ar;
     ar.read("model", model_ar);
     check_layout(model, model_ar, "");
     model.load(model_ar);
   } catch (const std::exception& e) {
-    throw Error("checkpoint " + origin + ": model '" + p.model +
-                "' does not match the configured model (" + e.what() + ")");
+    throw Error("checkpoint " + origin + ": model '" + p.model + "' does not match the configured model (" +
+                without_backtrace(e) + ")");
   }
   try {
     torch::serialize::InputArchive opt_ar;
@@ -231,7 +243,7 @@ TrainProgress decode_checkpoint(const std::string& payload, torch::nn::Module& m
     optimizer.load(opt_ar);
   } catch (const std::exception& e) {
     throw Error("checkpoint " + origin + ": optimizer state ('" + p.optimizer +
-                "') does not match the configured optimizer (" + e.what() + ")");
+                "') does not match the configured optimizer (" + without_backtrace(e) + ")");
   }
   return p;
 }

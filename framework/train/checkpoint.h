@@ -39,8 +39,11 @@ struct TrainProgress {
 std::string encode_checkpoint(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
                               const TrainProgress& progress);
 // Restores model and optimizer and returns the progress. `origin` names the file in errors.
+// `optimizer_name` (train.optimizer; empty: not checked) must be the one the checkpoint was
+// written with: LibTorch's own check of another optimizer's state is an internal assertion.
 TrainProgress decode_checkpoint(const std::string& payload, torch::nn::Module& model,
-                                torch::optim::Optimizer& optimizer, const std::string& origin);
+                                torch::optim::Optimizer& optimizer, const std::string& origin,
+                                const std::string& optimizer_name = "");
 // Reads only the progress record (for `dynamix inspect`).
 TrainProgress peek_checkpoint(const std::string& payload, const std::string& origin);
 

@@ -198,7 +198,7 @@ void Trainer::prepare() {
     if (size < 0) throw Error(rank_ == 0 ? error : "checkpoint unreadable on rank 0");
     payload.resize(static_cast<size_t>(size));
     comm_.broadcast(payload.data(), payload.size(), DType::kUInt8, 0);
-    progress_ = decode_checkpoint(payload, *model_, *optimizer_, path);
+    progress_ = decode_checkpoint(payload, *model_, *optimizer_, path, config_.train.optimizer);
     sampler_->set_position(progress_.epoch, progress_.cursor);
     if (progress_.world_size == world_) {
       plan_ = progress_.plan;

@@ -108,6 +108,33 @@ TEST(CheckpointDecode, LossScaleStateRoundTripsAndIsChecked) {
   EXPECT_NE(error_for("\"big\"", "0").find("progress record unreadable"), std::string::npos);
 }
 
+TEST(CheckpointDecode, OtherOptimizerIsRejectedByName) {
+  // LibTorch's own check of another optimizer's state is an INTERNAL ASSERT with a backtrace.
+  torch::nn::Linear saved(3, 2), loaded(3, 2);
+  const std::string payload = payload_of(saved, two_rank_progress());  // optimizer "sgd"
+  torch::optim::AdamW opt(loaded->parameters(), torch::optim::AdamWOptions(0.1));
+  try {
+    decode_checkpoint(payload, *loaded, opt, "ckpt.pt", "adamw");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("ckpt.pt was written with optimizer 'sgd', the configuration asks for 'adamw'"),
+              std::string::npos)
+        << msg;
+    EXPECT_EQ(msg.find("INTERNAL ASSERT"), std::string::npos) << msg;
+  }
+  // Without the name, LibTorch's check is reported without its backtrace.
+  try {
+    decode_checkpoint(payload, *loaded, opt, "ckpt.pt");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("does not match the configured optimizer"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("Exception raised from"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("frame #"), std::string::npos) << msg;
+  }
+}
+
 TEST(CheckpointDecode, OtherModelShapeIsRejected) {
   // LibTorch's reader replaced the parameter with the stored 3x3 tensor and reported nothing.
   torch::nn::Linear other(3, 3), model(3, 2);
