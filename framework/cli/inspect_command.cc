@@ -42,6 +42,7 @@ int run_inspect(const std::string& given, bool json) {
                         {"elapsed_s", p.elapsed_s},
                         {"best_test_accuracy", p.best_test_accuracy},
                         {"last_test_accuracy", p.last_test_accuracy},
+                        {"last_eval_step", p.last_eval_step},
                         {"policy_state_bytes", p.policy_state.size()}};
     if (json) {
       std::printf("%s\n", j.dump(2).c_str());

@@ -35,6 +35,7 @@ nlohmann::json progress_json(const TrainProgress& p) {
           {"samples_seen", p.samples_seen},
           {"wait_fraction_sum", p.wait_fraction_sum},
           {"last_test_accuracy", p.last_test_accuracy},
+          {"last_eval_step", p.last_eval_step},
           {"best_test_accuracy", p.best_test_accuracy},
           {"time_to_target_s", p.time_to_target_s},
           {"windows", p.windows},
@@ -87,6 +88,10 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     p.wait_fraction_sum = j.at("wait_fraction_sum");
     p.last_test_accuracy = j.at("last_test_accuracy");
     p.best_test_accuracy = j.at("best_test_accuracy");
+    // The step last evaluated (absent in checkpoints written before it existed: unknown, -1).
+    if (j.contains("last_eval_step")) {
+      p.last_eval_step = integer_of<int64_t>(j.at("last_eval_step"), "last_eval_step");
+    }
     p.time_to_target_s = j.at("time_to_target_s");
     p.windows = integer_of<int64_t>(j.at("windows"), "windows");
     p.last_window_loss = j.at("last_window_loss");
@@ -108,6 +113,9 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     }
     for (int32_t b : p.plan) {
       if (b < 1) throw Error("'plan' holds batch size " + std::to_string(b));
+    }
+    if (p.last_eval_step < -1 || p.last_eval_step > p.step) {
+      throw Error("'last_eval_step' must be -1 or a step in 0..step: " + j.dump());
     }
     if (p.step < 0 || p.epoch < 0 || p.cursor < 0 || p.windows < 0 || p.oom_events < 0 ||
         p.loss_scale_good_steps < 0 || p.skipped_steps < 0) {

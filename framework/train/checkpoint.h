@@ -21,6 +21,7 @@ struct TrainProgress {
   double samples_seen = 0;
   double wait_fraction_sum = 0;  // running sums for summary.json
   double last_test_accuracy = -1;
+  int64_t last_eval_step = -1;  // the step last evaluated (-1: none, or unknown in older checkpoints)
   double best_test_accuracy = -1;
   double time_to_target_s = -1;  // -1 = not reached
   int64_t windows = 0;           // decision windows completed
