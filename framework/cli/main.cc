@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   std::string ckpt;
   bool inspect_json = false;
   auto* ins = app.add_subcommand("inspect", "print a checkpoint's progress record");
-  ins->add_option("checkpoint", ckpt, "checkpoint file")->required();
+  ins->add_option("checkpoint", ckpt, "checkpoint file, or a run's output directory (its checkpoint.pt)")
+      ->required();
   ins->add_flag("--json", inspect_json, "print JSON");
 
   SimCommand sim;

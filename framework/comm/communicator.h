@@ -22,7 +22,15 @@ class Communicator {
   virtual int size() const = 0;
   virtual std::string backend() const = 0;  // "mpi" | "nccl"
 
-  // In-place element-wise SUM over ranks of `count` elements.
+  // Whether collectives take device (GPU) buffers and reduce them in place on the device, ordered
+  // on the device's streams (NCCL). Otherwise a caller holding device data stages it through host
+  // memory. Ask this, never the backend's name or the concrete class (wrappers such as the
+  // watchdog's WatchedCommunicator forward it).
+  virtual bool reduces_device_buffers() const { return false; }
+
+  // In-place element-wise SUM over ranks of `count` elements. Every backend sums every DType,
+  // float16 / bfloat16 included (MPI: a user-defined op that widens to float, adds, and rounds
+  // back to the 16-bit type, nearest even).
   virtual void allreduce_sum(void* buffer, size_t count, DType dtype) = 0;
   // In-place element-wise MAX over ranks.
   virtual void allreduce_max(void* buffer, size_t count, DType dtype) = 0;

@@ -45,6 +45,7 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "nccl"; }
+  bool reduces_device_buffers() const override { return true; }
 
   void allreduce_sum(void* buffer, size_t count, DType dtype) override;
   void allreduce_max(void* buffer, size_t count, DType dtype) override;

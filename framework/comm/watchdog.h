@@ -111,6 +111,7 @@ class WatchedCommunicator final : public Communicator {
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   std::string backend() const override { return inner_.backend(); }
+  bool reduces_device_buffers() const override { return inner_.reduces_device_buffers(); }
   void allreduce_sum(void* buffer, size_t count, DType dtype) override;
   void allreduce_max(void* buffer, size_t count, DType dtype) override;
   void broadcast(void* buffer, size_t count, DType dtype, int root) override;

@@ -387,6 +387,11 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw Error("config file '" + path + "' could not be read");
+  // An empty document (0 bytes, only comments or blank lines, a bare '---') is almost always a
+  // mistake (a truncated copy, the wrong file): refuse it rather than run every default.
+  if (load_yaml_text(text.str(), path).IsNull()) {
+    throw Error("config file '" + path + "' is empty (no settings, only blank lines or comments)");
+  }
   return parse_config(text.str(), path, overrides);
 }
 

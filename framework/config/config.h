@@ -121,7 +121,8 @@ struct Config {
 // value parsed as YAML, e.g. "batch.init=[16,32]"). Throws dynamix::Error on any problem.
 Config parse_config(const std::string& yaml_text, const std::string& origin,
                     const std::vector<std::string>& overrides = {});
-// Reads the file then parse_config; a missing or unreadable file is an Error naming it.
+// Reads the file then parse_config; a missing, unreadable or empty (no settings, only comments)
+// file is an Error naming it.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 // Checks that depend on the job: per-rank lists (batch.init, hetero.*) must have 1 or world_size
 // entries, event ranks must exist. Throws dynamix::Error naming the key.

@@ -35,6 +35,7 @@ nlohmann::json progress_json(const TrainProgress& p) {
           {"samples_seen", p.samples_seen},
           {"wait_fraction_sum", p.wait_fraction_sum},
           {"last_test_accuracy", p.last_test_accuracy},
+          {"last_eval_step", p.last_eval_step},
           {"best_test_accuracy", p.best_test_accuracy},
           {"time_to_target_s", p.time_to_target_s},
           {"windows", p.windows},
@@ -87,6 +88,10 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     p.wait_fraction_sum = j.at("wait_fraction_sum");
     p.last_test_accuracy = j.at("last_test_accuracy");
     p.best_test_accuracy = j.at("best_test_accuracy");
+    // The step last evaluated (absent in checkpoints written before it existed: unknown, -1).
+    if (j.contains("last_eval_step")) {
+      p.last_eval_step = integer_of<int64_t>(j.at("last_eval_step"), "last_eval_step");
+    }
     p.time_to_target_s = j.at("time_to_target_s");
     p.windows = integer_of<int64_t>(j.at("windows"), "windows");
     p.last_window_loss = j.at("last_window_loss");
@@ -109,6 +114,9 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     for (int32_t b : p.plan) {
       if (b < 1) throw Error("'plan' holds batch size " + std::to_string(b));
     }
+    if (p.last_eval_step < -1 || p.last_eval_step > p.step) {
+      throw Error("'last_eval_step' must be -1 or a step in 0..step: " + j.dump());
+    }
     if (p.step < 0 || p.epoch < 0 || p.cursor < 0 || p.windows < 0 || p.oom_events < 0 ||
         p.loss_scale_good_steps < 0 || p.skipped_steps < 0) {
       throw Error("negative step, epoch, cursor, windows, oom_events or loss-scale counters: " + j.dump());
@@ -127,6 +135,12 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     throw Error("checkpoint " + origin + ": progress record unreadable: " + e.what());
   }
   return p;
+}
+
+// LibTorch's errors carry a C++ backtrace in what(): the first line is the message.
+std::string without_backtrace(const std::exception& e) {
+  if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) return ce->what_without_backtrace();
+  return e.what();
 }
 
 std::string layout(const torch::Tensor& t) {
@@ -210,20 +224,26 @@ TrainProgress peek_checkpoint(const std::string& payload, const std::string& ori
 }
 
 TrainProgress decode_checkpoint(const std::string& payload, torch::nn::Module& model,
-                                torch::optim::Optimizer& optimizer, const std::string& origin) {
+                                torch::optim::Optimizer& optimizer, const std::string& origin,
+                                const std::string& optimizer_name) {
   c10::optional<torch::Device> device;
   const auto params = model.parameters();
   if (!params.empty()) device = params.front().device();
   auto ar = open_archive(payload, origin, device);
   TrainProgress p = read_progress(ar, origin);
+  if (!optimizer_name.empty() && p.optimizer != optimizer_name) {
+    throw Error("checkpoint " + origin + " was written with optimizer '" + p.optimizer +
+                "', the configuration asks for '" + optimizer_name +
+                "' (train.optimizer): resume with the same optimizer, or start a new run");
+  }
   try {
     torch::serialize::InputArchive model_ar;
     ar.read("model", model_ar);
     check_layout(model, model_ar, "");
     model.load(model_ar);
   } catch (const std::exception& e) {
-    throw Error("checkpoint " + origin + ": model '" + p.model +
-                "' does not match the configured model (" + e.what() + ")");
+    throw Error("checkpoint " + origin + ": model '" + p.model + "' does not match the configured model (" +
+                without_backtrace(e) + ")");
   }
   try {
     torch::serialize::InputArchive opt_ar;
@@ -231,7 +251,7 @@ TrainProgress decode_checkpoint(const std::string& payload, torch::nn::Module& m
     optimizer.load(opt_ar);
   } catch (const std::exception& e) {
     throw Error("checkpoint " + origin + ": optimizer state ('" + p.optimizer +
-                "') does not match the configured optimizer (" + e.what() + ")");
+                "') does not match the configured optimizer (" + without_backtrace(e) + ")");
   }
   return p;
 }

@@ -21,6 +21,7 @@ struct TrainProgress {
   double samples_seen = 0;
   double wait_fraction_sum = 0;  // running sums for summary.json
   double last_test_accuracy = -1;
+  int64_t last_eval_step = -1;  // the step last evaluated (-1: none, or unknown in older checkpoints)
   double best_test_accuracy = -1;
   double time_to_target_s = -1;  // -1 = not reached
   int64_t windows = 0;           // decision windows completed
@@ -39,8 +40,11 @@ struct TrainProgress {
 std::string encode_checkpoint(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
                               const TrainProgress& progress);
 // Restores model and optimizer and returns the progress. `origin` names the file in errors.
+// `optimizer_name` (train.optimizer; empty: not checked) must be the one the checkpoint was
+// written with: LibTorch's own check of another optimizer's state is an internal assertion.
 TrainProgress decode_checkpoint(const std::string& payload, torch::nn::Module& model,
-                                torch::optim::Optimizer& optimizer, const std::string& origin);
+                                torch::optim::Optimizer& optimizer, const std::string& origin,
+                                const std::string& optimizer_name = "");
 // Reads only the progress record (for `dynamix inspect`).
 TrainProgress peek_checkpoint(const std::string& payload, const std::string& origin);
 

@@ -2,6 +2,7 @@
 #include "framework/train/checkpoint_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -90,9 +91,19 @@ void write_checkpoint_file(const std::string& path, const std::string& payload) 
 }
 
 std::string read_checkpoint_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fail(path, "is a directory, not a checkpoint file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string data;
+  try {  // libstdc++'s filebuf throws on a read error (EIO, ...) instead of setting badbit
+    data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure&) {
+    fail(path, std::string("cannot read: ") + std::strerror(errno));
+  }
+  if (in.bad()) fail(path, std::string("cannot read: ") + std::strerror(errno));
   if (data.size() < sizeof(kMagic) || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     fail(path, "not a DYNAMIX checkpoint (bad magic)");
   }

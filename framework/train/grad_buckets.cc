@@ -141,12 +141,12 @@ std::vector<std::vector<size_t>> GradBuckets::layout() const {
 bool GradBuckets::needs_staging(const Bucket& bucket) const {
   if (!bucket.flat.is_cuda()) return false;
   if (bucket.flat.scalar_type() == torch::kFloat32 && codec_) return !codec_->accepts_device_memory();
-  return comm_.backend() != "nccl";
+  return !comm_.reduces_device_buffers();
 }
 
 void GradBuckets::allreduce_packed(Bucket& bucket, ReduceResult& out) {
   const auto count = static_cast<size_t>(bucket.flat.numel());
-  if (comm_.size() == 1 && comm_.backend() != "nccl") {  // one rank's sum is the buffer (loss scaling)
+  if (comm_.size() == 1 && !comm_.reduces_device_buffers()) {  // one rank's sum is the buffer (loss scaling)
     out.bytes += count * bucket.flat.element_size();
     return;
   }

@@ -1,4 +1,4 @@
-// DYNAMIX — preemption signals.
+// DYNAMIX — preemption and interrupt signals.
 #include "framework/train/signals.h"
 
 #include <csignal>
@@ -17,6 +17,9 @@ void install_stop_signal_handlers() {
   sa.sa_flags = SA_RESTART;  // blocking MPI/IO calls resume; the flag is read at step boundaries
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGUSR1, &sa, nullptr);
+  // SIGINT: once; the handler then reverts to the default, so a second Ctrl-C interrupts at once.
+  sa.sa_flags = SA_RESTART | SA_RESETHAND;
+  sigaction(SIGINT, &sa, nullptr);
 }
 
 bool stop_requested() { return g_stop_signal != 0; }

@@ -198,7 +198,7 @@ void Trainer::prepare() {
     if (size < 0) throw Error(rank_ == 0 ? error : "checkpoint unreadable on rank 0");
     payload.resize(static_cast<size_t>(size));
     comm_.broadcast(payload.data(), payload.size(), DType::kUInt8, 0);
-    progress_ = decode_checkpoint(payload, *model_, *optimizer_, path);
+    progress_ = decode_checkpoint(payload, *model_, *optimizer_, path, config_.train.optimizer);
     sampler_->set_position(progress_.epoch, progress_.cursor);
     if (progress_.world_size == world_) {
       plan_ = progress_.plan;
@@ -223,7 +223,12 @@ void Trainer::prepare() {
       scaler_.restore(progress_.loss_scale, progress_.loss_scale_good_steps, progress_.skipped_steps);
     }
     elapsed_offset_ = progress_.elapsed_s;
-    last_eval_step_ = progress_.step;
+    // Not evaluated again at the resumed step if it was evaluated before the checkpoint; a
+    // checkpoint of a stop between evaluations (or at max_steps) is evaluated when the run ends.
+    // Older checkpoints do not say: their step counts as evaluated when any evaluation was.
+    last_eval_step_ = progress_.last_eval_step >= 0 || progress_.last_test_accuracy < 0
+                          ? progress_.last_eval_step
+                          : progress_.step;
     hetero_->on_step(progress_.step);
     log("resumed from " + path + " at step " + std::to_string(progress_.step));
   } else {
@@ -244,7 +249,7 @@ void Trainer::prepare() {
 
 void Trainer::broadcast_tensor(torch::Tensor& t) {
   // Bytes: any dtype, and the layout (e.g. channels_last) travels as it is in memory.
-  const bool host_copy = t.is_cuda() && comm_.backend() != "nccl";
+  const bool host_copy = t.is_cuda() && !comm_.reduces_device_buffers();
   torch::Tensor buf = host_copy ? t.to(torch::kCPU).contiguous() : t.contiguous();
   comm_.broadcast(buf.data_ptr(), static_cast<size_t>(buf.nbytes()), DType::kUInt8, 0);
   if (host_copy || !t.is_contiguous()) t.copy_(buf);
@@ -435,6 +440,8 @@ bool Trainer::step() {
     noise_.add(last_assignment_.counts, sq, static_cast<double>(last_assignment_.total()), last_global_sq_norm_);
   }
   window_losses_.push_back(ex.loss);
+  recent_losses_.push_back(ex.loss);
+  if (recent_losses_.size() > kRecentLosses) recent_losses_.pop_front();
   if (last_applied_) window_grad_norms_.push_back(std::sqrt(std::max(0.0, last_global_sq_norm_)));
 
   ++progress_.step;

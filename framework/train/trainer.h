@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -135,6 +136,10 @@ class Trainer {
   TrainProgress progress_;
   WindowAccumulator window_;
   std::vector<double> window_losses_;
+  // The last kRecentLosses steps' losses (global means), for the console: the window's mean is
+  // stale between decisions and 0 before the first one.
+  static constexpr size_t kRecentLosses = 10;
+  std::deque<double> recent_losses_;
   std::vector<double> window_grad_norms_;
   double last_global_sq_norm_ = 0;
   int32_t window_oom_events_ = 0;            // this rank's, for its NodeRecord

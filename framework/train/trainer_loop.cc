@@ -93,6 +93,7 @@ void Trainer::maybe_evaluate(bool force) {
   const bool due = force || epoch_end || (every > 0 && progress_.step % every == 0);
   if (!due || last_eval_step_ == progress_.step) return;
   last_eval_step_ = progress_.step;
+  progress_.last_eval_step = progress_.step;
   const auto [loss, acc] = evaluate();
   const double now = elapsed();
   progress_.last_test_accuracy = acc;
@@ -103,9 +104,16 @@ void Trainer::maybe_evaluate(bool force) {
     outputs_->eval({{"step", progress_.step}, {"wall_time", now}, {"test_loss", loss}, {"test_accuracy", acc}});
   }
   const double thr = now > 0 ? progress_.samples_seen / now : 0.0;
+  // Train loss: the mean (over ranks, then over the last kRecentLosses steps this process ran;
+  // none yet when a resumed run evaluates at once).
+  const std::string train_loss =
+      recent_losses_.empty()
+          ? std::string("n/a")
+          : fmt("%.4f",
+                std::accumulate(recent_losses_.begin(), recent_losses_.end(), 0.0) / recent_losses_.size());
   log("[epoch " + fmt("%.2f", fractional_epoch()) + " step " + std::to_string(progress_.step) +
-      "] train loss " + fmt("%.4f", progress_.last_window_loss) + " | test loss " + fmt("%.4f", loss) +
-      " acc " + fmt("%.4f", acc) + " | " + fmt("%.0f", thr) + " samples/s | wait " +
+      "] train loss " + train_loss + " | test loss " + fmt("%.4f", loss) + " acc " + fmt("%.4f", acc) +
+      " | " + fmt("%.0f", thr) + " samples/s | wait " +
       fmt("%.1f", 100.0 * progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)) + "% | plan [" +
       join(plan_) + "] | " + fmt("%.1f", now) + " s");
 }

@@ -64,6 +64,21 @@ TEST(ConfigFiles, DirectoryIsRejected) {
   EXPECT_NE(msg.find("is a directory"), std::string::npos) << msg;
 }
 
+TEST(ConfigFiles, EmptyFileIsAnErrorNamingIt) {
+  const fs::path path =
+      fs::temp_directory_path() / ("dynamix_config_empty_" + std::to_string(::getpid()) + ".yaml");
+  for (const char* text : {"", "# only a comment\n\n   # and another\n", "---\n"}) {
+    {
+      std::ofstream out(path);
+      out << text;
+    }
+    const std::string msg = error_of([&] { load_config(path.string(), {"train.lr=0.3"}); });
+    EXPECT_NE(msg.find(path.string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("is empty"), std::string::npos) << msg;
+  }
+  fs::remove(path);
+}
+
 TEST(ConfigFiles, ErrorsNameTheFileAndOverridesApply) {
   const fs::path path =
       fs::temp_directory_path() / ("dynamix_config_test_" + std::to_string(::getpid()) + ".yaml");

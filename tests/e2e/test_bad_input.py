@@ -1,11 +1,12 @@
 """Bad input gets a clear error naming the problem, a non-zero exit, and no damage to a good run."""
 import gzip
 import hashlib
+import json
 import os
 import struct
 import sys
 
-from e2e_util import TempDir, fail, run, train_cmd, write
+from e2e_util import DYNAMIX, TempDir, fail, run, train_cmd, write
 
 TINY = """
 model: mlp
@@ -23,8 +24,11 @@ def expect_error(cmd, needle, what):
         fail(f"{what}: exit 0, expected an error\n{out}")
     if needle not in out:
         fail(f"{what}: error does not mention {needle!r}:\n{out}")
-    if "Traceback" in out or "core dumped" in out or "terminate called" in out:
-        fail(f"{what}: crashed instead of a clean error:\n{out}")
+    # LibTorch's assertions and backtraces, C++ stream errors: not messages for a user.
+    for crash in ("Traceback", "core dumped", "terminate called", "INTERNAL ASSERT", "Exception raised from",
+                  "basic_filebuf", "basic_ios"):
+        if crash in out:
+            fail(f"{what}: {crash!r} instead of (or besides) a clean error:\n{out}")
     print(f"ok: {what}: exit {r.returncode}, says {needle!r}")
 
 
@@ -41,6 +45,10 @@ def main():
         out = d / "run"
         cfg = write(d / "tiny.yaml", TINY.replace("OUT", str(out)))
         expect_error(train_cmd(2, d / "missing.yaml"), "missing.yaml", "missing config file")
+        # Empty config files ran every default (a full run into runs/) instead of failing.
+        expect_error(train_cmd(2, write(d / "empty.yaml", "")), "empty.yaml' is empty", "empty config file")
+        expect_error(train_cmd(2, write(d / "comments.yaml", "# model: cnn\n\n  # nothing else\n")),
+                     "comments.yaml' is empty", "config file of comments only")
         expect_error(train_cmd(2, cfg, ["train.lrr=0.1"]), "train.lrr", "unknown key via --set")
         bad = write(d / "bad.yaml", TINY.replace("OUT", str(out)) + "monitor: {ebpf: sometimes}\n")
         expect_error(train_cmd(2, bad), "monitor.ebpf", "bad enum value")
@@ -66,9 +74,23 @@ def main():
             fail("good tiny run failed:\n" + r.stdout + r.stderr)
         ckpt = out / "checkpoint.pt"
         digest = hashlib.sha256(ckpt.read_bytes()).hexdigest()
+        # inspect: a run's directory stands for its checkpoint; a directory without one is an error.
+        r = run([DYNAMIX, "inspect", "--json", str(out)], timeout=120)
+        if r.returncode != 0:
+            fail(f"inspect of the run directory: exit {r.returncode}\n{r.stdout}{r.stderr}")
+        record = json.loads(r.stdout)
+        if record["step"] != 4 or record["path"] != str(ckpt):
+            fail(f"inspect of the run directory: {record}")
+        print("ok: inspect of a run directory shows its checkpoint")
+        empty_dir = d / "nothing_here"
+        empty_dir.mkdir()
+        expect_error([DYNAMIX, "inspect", str(empty_dir)], "is a directory without a checkpoint.pt",
+                     "inspect of a directory without a checkpoint")
         expect_error(train_cmd(2, cfg), "already holds a run", "fresh run over an existing one")
         expect_error(train_cmd(2, cfg, ["model=cnn"], ["--resume"]), "does not match", "resume with another model")
-        expect_error(train_cmd(2, cfg, ["train.optimizer=adamw"], ["--resume"]), "optimizer",
+        # sgd -> adamw: only the clean error, not LibTorch's INTERNAL ASSERT trace after it.
+        expect_error(train_cmd(2, cfg, ["train.optimizer=adamw"], ["--resume"]),
+                     "was written with optimizer 'sgd', the configuration asks for 'adamw'",
                      "resume with another optimizer")
         if hashlib.sha256(ckpt.read_bytes()).hexdigest() != digest:
             fail("a failed command changed the good checkpoint")

@@ -55,7 +55,7 @@ def sbatch(d, config, out, restart, **fake):
                SLURM_RESTART_COUNT=str(restart), DYNAMIX_OUTPUT_DIR=str(out),
                FAKE_SCONTROL_LOG=str(d / "scontrol.log"), DYNAMIX_MAX_RESTARTS="2")
     env.update({k: str(v) for k, v in fake.items()})
-    # The script runs build/bin/dynamix from the repository root, as sbatch would from there.
+    # Run from the repository root, as sbatch would from there.
     cmd = ["bash", str(SOURCE_DIR / "scripts/slurm/train.sbatch"), str(config)]
     print("+", " ".join(cmd), fake, flush=True)
     r = subprocess.run(cmd, cwd=SOURCE_DIR, env=env, capture_output=True, text=True, timeout=600)
@@ -69,8 +69,8 @@ def requeues(d):
 
 
 def main():
-    if os.path.realpath(DYNAMIX) != os.path.realpath(SOURCE_DIR / "build/bin/dynamix"):
-        print(f"note: the script runs build/bin/dynamix; DYNAMIX_BIN is {DYNAMIX}")
+    # The script runs $DYNAMIX_BIN (set by ctest to this build's binary), from any build directory.
+    os.environ["DYNAMIX_BIN"] = os.path.realpath(DYNAMIX)
     with TempDir() as d:
         (d / "bin").mkdir()
         launcher = " ".join(mpirun(2))
@@ -113,6 +113,14 @@ def main():
         if r.returncode != 2 or len(requeues(d)) != 3:
             fail("bad input: expected status 2 without a requeue")
         print("ok: retries bounded; bad input not retried")
+        # No binary where DYNAMIX_BIN points: a clear error, status 2, no requeue.
+        saved = os.environ["DYNAMIX_BIN"]
+        os.environ["DYNAMIX_BIN"] = str(d / "no-such-dynamix")
+        r = sbatch(d, config, d / "nobin", 0)
+        os.environ["DYNAMIX_BIN"] = saved
+        if r.returncode != 2 or len(requeues(d)) != 3 or "no dynamix binary" not in r.stderr:
+            fail("missing binary: expected status 2 with a message, no requeue")
+        print("ok: a missing binary is reported, not retried")
     print("PASSED")
 
 

@@ -108,6 +108,63 @@ TEST(CheckpointDecode, LossScaleStateRoundTripsAndIsChecked) {
   EXPECT_NE(error_for("\"big\"", "0").find("progress record unreadable"), std::string::npos);
 }
 
+TEST(CheckpointDecode, LastEvalStepRoundTripsAndIsOptional) {
+  torch::nn::Linear saved(3, 2), loaded(3, 2);
+  TrainProgress p = two_rank_progress();
+  EXPECT_EQ(p.last_eval_step, -1);
+  p.last_eval_step = 10;
+  torch::optim::SGD opt(loaded->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  EXPECT_EQ(decode_checkpoint(payload_of(saved, p), *loaded, opt, "ckpt.pt").last_eval_step, 10);
+  EXPECT_EQ(peek_checkpoint(payload_of(saved, p), "ckpt.pt").last_eval_step, 10);
+
+  // Older checkpoints have no last_eval_step (unknown: -1); present, it must be -1..step.
+  torch::nn::Linear model(3, 2);
+  auto error_for = [&](const std::string& field) {
+    return decode_error(
+        payload_with_meta(
+            R"({"step": 5, "epoch": 0, "cursor": 0, "plan": [4], "world_size": 1, "elapsed_s": 0,
+         "samples_seen": 0, "wait_fraction_sum": 0, "last_test_accuracy": -1, "best_test_accuracy": -1,
+         "time_to_target_s": -1, "windows": 0, "last_window_loss": 0, "oom_events": 0, "batch_max": [],
+         "model": "linear", "optimizer": "sgd", "policy": "static")" +
+            field + "}"),
+        model);
+  };
+  EXPECT_EQ(error_for(""), "<no error>");
+  EXPECT_EQ(error_for(R"(, "last_eval_step": 5)"), "<no error>");
+  EXPECT_EQ(error_for(R"(, "last_eval_step": -1)"), "<no error>");
+  EXPECT_NE(error_for(R"(, "last_eval_step": 6)").find("'last_eval_step' must be -1 or a step"),
+            std::string::npos);
+  EXPECT_NE(error_for(R"(, "last_eval_step": 2.5)").find("'last_eval_step' is not an integer"),
+            std::string::npos);
+}
+
+TEST(CheckpointDecode, OtherOptimizerIsRejectedByName) {
+  // LibTorch's own check of another optimizer's state is an INTERNAL ASSERT with a backtrace.
+  torch::nn::Linear saved(3, 2), loaded(3, 2);
+  const std::string payload = payload_of(saved, two_rank_progress());  // optimizer "sgd"
+  torch::optim::AdamW opt(loaded->parameters(), torch::optim::AdamWOptions(0.1));
+  try {
+    decode_checkpoint(payload, *loaded, opt, "ckpt.pt", "adamw");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("ckpt.pt was written with optimizer 'sgd', the configuration asks for 'adamw'"),
+              std::string::npos)
+        << msg;
+    EXPECT_EQ(msg.find("INTERNAL ASSERT"), std::string::npos) << msg;
+  }
+  // Without the name, LibTorch's check is reported without its backtrace.
+  try {
+    decode_checkpoint(payload, *loaded, opt, "ckpt.pt");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("does not match the configured optimizer"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("Exception raised from"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("frame #"), std::string::npos) << msg;
+  }
+}
+
 TEST(CheckpointDecode, OtherModelShapeIsRejected) {
   // LibTorch's reader replaced the parameter with the stored 3x3 tensor and reported nothing.
   torch::nn::Linear other(3, 3), model(3, 2);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "framework/comm/mpi_communicator.h"
+#include "framework/comm/watchdog.h"
 #include "framework/train/trainer.h"
 
 namespace dynamix {
@@ -68,6 +69,22 @@ TEST(CompressionInTrainer, Fp16HalvesTheWireBytesAndHlcPicksDense) {
   const ReduceResult c = hlc.reduce(0.25);
   EXPECT_EQ(c.codec.path, "dense");  // a dense gradient: compression would not pay
   EXPECT_FLOAT_EQ(param.grad()[7].item<float>(), 0.5f);
+}
+
+// The trainer under `dynamix train` talks to a WatchedCommunicator, not to MpiCommunicator itself:
+// every codec must work through the interface alone (issue #17).
+TEST(CompressionInTrainer, EveryCodecWorksBehindTheWatchdogWrapper) {
+  MpiCommunicator mpi;
+  WatchedCommunicator comm(mpi, nullptr);
+  for (const char* name : {"none", "fp16", "bf16", "hlc"}) {
+    auto codec = make_codec(name);
+    std::vector<float> g(1000, 0.5f);
+    g[3] = 0.25f * (comm.rank() + 1);
+    CodecStats stats;
+    codec->allreduce_sum(g.data(), g.size(), comm, &stats);
+    EXPECT_FLOAT_EQ(g[0], 0.5f * comm.size()) << name;
+    EXPECT_FLOAT_EQ(g[3], 0.125f * comm.size() * (comm.size() + 1)) << name;
+  }
 }
 
 }  // namespace

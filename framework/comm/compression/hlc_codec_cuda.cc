@@ -145,7 +145,7 @@ namespace {
 class DeviceRounds {
  public:
   DeviceRounds(Communicator& comm, PinnedBuffer& staging, CodecStats* stats)
-      : comm_(comm), staging_(staging), stats_(stats), nccl_(comm.backend() == "nccl") {}
+      : comm_(comm), staging_(staging), stats_(stats), nccl_(comm.reduces_device_buffers()) {}
 
   // In-place SUM of `count` elements at `device`. The last `tail` elements of the result are also
   // copied to `host_tail`; `device_reads` says whether kernels read the result afterwards.
@@ -305,7 +305,7 @@ void HlcCodec::allreduce_sum_device(float* data, size_t count, int device, Commu
     DYNAMIX_CUDA_CHECK(hlc_cuda_select(off_flags, 1, entries, support, send, counter, kStream));
     DYNAMIX_CUDA_CHECK(cudaMemsetAsync(send + mine, 0xff, (widest - mine) * sizeof(uint32_t), kStream));
     std::vector<uint32_t> all(widest * nranks);
-    uint32_t* recv = comm.backend() == "nccl" ? d.recv.reserve(widest * nranks) : nullptr;
+    uint32_t* recv = comm.reduces_device_buffers() ? d.recv.reserve(widest * nranks) : nullptr;
     rounds.allgather(send, widest * sizeof(uint32_t), recv, all.data());
     off_grid = hlc_detail::merge_positions(std::move(all));
     off_grid_dev = d.off_grid.reserve(off_grid.size());
