@@ -35,11 +35,11 @@ SimRunOptions sim_options_from_file(const std::string& path, const std::vector<s
   return o;
 }
 
-PolicyFactory config_policy_factory(const Config& config) {
-  return [config](const std::string& name, const BatchBounds& bounds, const std::vector<int32_t>& init) {
+PolicyFactory config_policy_factory(const Config& config, std::ostream* log) {
+  return [config, log](const std::string& name, const BatchBounds& bounds, const std::vector<int32_t>& init) {
     Config c = config;
     c.policy.name = name;
-    return make_policy(c, bounds, init);
+    return make_policy(c, bounds, init, log);
   };
 }
 
@@ -66,7 +66,9 @@ int run_agent_eval_command(const AgentEvalCommand& cmd) {
     DYNAMIX_CHECK(!files.empty(), "agent eval: no *.yaml scenarios in '" + cmd.suite + "'");
     SuiteEvalOptions o;
     for (const fs::path& f : files) {
-      SimRunOptions run = sim_options_from_file(f.string(), cmd.overrides);
+      Config config;
+      SimRunOptions run = sim_options_from_file(f.string(), cmd.overrides, &config);
+      run.factory = config_policy_factory(config, nullptr);  // one table, not a policy banner per run
       o.scenarios.push_back({f.stem().string(), std::move(run)});
     }
     o.policies = cmd.policies;

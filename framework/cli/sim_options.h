@@ -2,6 +2,7 @@
 // shared by `dynamix sim` and `dynamix agent eval`.
 #pragma once
 
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,7 @@ namespace dynamix {
 // the loaded config (the policy factory needs it).
 SimRunOptions sim_options_from_file(const std::string& path, const std::vector<std::string>& overrides,
                                     Config* config_out = nullptr);
-// make_policy for every named policy with this config's policy block.
-PolicyFactory config_policy_factory(const Config& config);
+// make_policy for every named policy with this config's policy block; `log` as in make_policy.
+PolicyFactory config_policy_factory(const Config& config, std::ostream* log = &std::cout);
 
 }  // namespace dynamix

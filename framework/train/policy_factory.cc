@@ -1,8 +1,6 @@
 // DYNAMIX — policy factory: baselines from agent/, the PPO agent from agent/ppo/.
 #include "framework/train/policy_factory.h"
 
-#include <iostream>
-
 #include "agent/baseline_factory.h"
 #include "agent/ppo/default_policy.h"
 #include "agent/ppo/dynamix_policy.h"
@@ -11,7 +9,7 @@
 namespace dynamix {
 
 std::unique_ptr<BatchPolicy> make_policy(const Config& config, const BatchBounds& bounds,
-                                         const std::vector<int32_t>& initial_plan) {
+                                         const std::vector<int32_t>& initial_plan, std::ostream* log) {
   if (config.policy.name == "dynamix") {
     DynamixOptions o;
     o.learn = config.policy.learn;
@@ -26,7 +24,7 @@ std::unique_ptr<BatchPolicy> make_policy(const Config& config, const BatchBounds
     } else {
       DYNAMIX_CHECK(o.learn, "policy.checkpoint: 'none' (an untrained policy) needs policy.learn: true");
     }
-    o.log = &std::cout;  // hyper-parameters at start, one line per PPO update
+    o.log = log;  // hyper-parameters at start, one line per PPO update
     return std::make_unique<DynamixPolicy>(o);
   }
   return make_baseline_policy(config.policy.name, bounds, initial_plan);

@@ -1,6 +1,7 @@
 // DYNAMIX — builds the configured BatchPolicy (rank 0); the framework wires agent/ to training.
 #pragma once
 
+#include <iostream>
 #include <memory>
 #include <vector>
 
@@ -9,7 +10,8 @@
 
 namespace dynamix {
 
+// `log` receives the dynamix policy's start-up lines and PPO updates (nullptr: silent).
 std::unique_ptr<BatchPolicy> make_policy(const Config& config, const BatchBounds& bounds,
-                                         const std::vector<int32_t>& initial_plan);
+                                         const std::vector<int32_t>& initial_plan, std::ostream* log = &std::cout);
 
 }  // namespace dynamix
