@@ -298,9 +298,8 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
   double reward = 0;
   if (!prev_batches_.empty() && prev_batches_.size() == final_state.nodes.size()) {
     models_.observe(final_state);
-    std::vector<int32_t> current(final_state.nodes.size());
-    for (size_t i = 0; i < current.size(); ++i) current[i] = std::max(1, final_state.nodes[i].batch_size);
-    const BalanceView view = balance_view(final_state, models_, target_batch(final_state, current));
+    const BalanceView view =
+        balance_view(final_state, models_, target_batch(final_state, sanitized_current(final_state)));
     last_reward_ = reward_.reward(final_state, prev_batches_, estimated_ideal(final_state, view));
     reward = last_reward_.total;
     if (learn_ && pending_) {

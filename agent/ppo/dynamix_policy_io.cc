@@ -149,14 +149,7 @@ std::string DynamixPolicy::save_state() const {
 }
 
 void DynamixPolicy::load_state(const std::string& blob) {
-  if (blob.empty()) return;
-  std::istringstream in(blob);
-  try {
-    read_archive(in);
-  } catch (const c10::Error& e) {
-    throw Error("dynamix: cannot read policy state from checkpoint: " +
-                std::string(e.what_without_backtrace()));
-  }
+  if (!blob.empty()) load_archive(blob, "policy state from checkpoint");
 }
 
 void DynamixPolicy::save(const std::string& path) const {
@@ -185,13 +178,9 @@ void DynamixPolicy::load_archive(const std::string& bytes, const std::string& so
 void DynamixPolicy::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   DYNAMIX_CHECK(in, "dynamix: cannot open policy file " + path + " (policy.checkpoint)");
-  try {
-    read_archive(in);
-  } catch (const c10::Error& e) {
-    throw Error("dynamix: cannot read policy file " + path + ": " + e.what_without_backtrace());
-  } catch (const Error& e) {
-    throw Error("dynamix: policy file " + path + ": " + e.what());
-  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  load_archive(bytes.str(), "policy file " + path);
 }
 
 }  // namespace dynamix
