@@ -46,7 +46,8 @@ BatchPlan GnsPolicy::decide(const ClusterState& state) {
       state.bounds.fixed_global && state.bounds.global_batch > 0 ? state.bounds.global_batch : b_cur;
   std::string why = state.bounds.fixed_global ? "fixed B" : "B_noise unknown";
   if (!state.bounds.fixed_global && noise_scale > 0) {
-    target = goodput_batch(models_, state.bounds, b_cur, overhead, noise_scale, options_.min_gain, options_.grid);
+    target =
+        goodput_batch(models_, state.bounds, b_cur, overhead, noise_scale, options_.min_gain, options_.grid);
     why = "B_noise " + std::to_string(int64_t(std::lround(noise_scale)));
   }
 

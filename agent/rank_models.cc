@@ -98,11 +98,13 @@ void RankTimeModels::observe(const ClusterState& state) {
 }
 
 bool RankTimeModels::ready() const {
-  return !models_.empty() && std::all_of(models_.begin(), models_.end(), [](const Model& m) { return m.valid; });
+  return !models_.empty() &&
+         std::all_of(models_.begin(), models_.end(), [](const Model& m) { return m.valid; });
 }
 
-double RankTimeModels::split(double global_batch, const std::vector<double>& lo, const std::vector<double>& hi,
-                             std::vector<double>& b, const std::vector<double>* scale) const {
+double RankTimeModels::split(double global_batch, const std::vector<double>& lo,
+                             const std::vector<double>& hi, std::vector<double>& b,
+                             const std::vector<double>* scale) const {
   const size_t n = models_.size();
   b.resize(n);
   std::vector<double> a(n), c(n);
@@ -154,7 +156,8 @@ double goodput_batch(const RankTimeModels& models, const BatchBounds& bounds, do
   // Goodput up to a constant factor: E(B) ∝ 1 / (B_noise + B), so B0 does not move the argmax.
   auto goodput = [&](double B) { return B / (models.split(B, lo, hi, b) + overhead_s) / (noise_scale + B); };
   const double m = bounds.max_change;
-  double b_min = std::accumulate(lo.begin(), lo.end(), 0.0), b_max = std::accumulate(hi.begin(), hi.end(), 0.0);
+  double b_min = std::accumulate(lo.begin(), lo.end(), 0.0),
+         b_max = std::accumulate(hi.begin(), hi.end(), 0.0);
   if (std::isfinite(m) && m > 0) {  // only what this window may reach
     b_min = std::max(b_min, current * (1 - m));
     b_max = std::min(b_max, current * (1 + m));

@@ -33,7 +33,8 @@ class Dataset {
 
 // Mirror of DatasetConfig (framework/config/config.h); datasets/ does not depend on the config.
 struct DatasetSpec {
-  std::string name;  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic | synthetic_tokens | text | synthetic_interactions
+  std::string name;  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic | synthetic_tokens | text |
+                     // synthetic_interactions
   std::string path;  // directory (IDX, CIFAR) or text file; empty = the dataset's default
   bool augment = false;
   int64_t train_size = 4096;

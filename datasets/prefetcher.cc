@@ -7,7 +7,9 @@ namespace dynamix {
 
 BatchPrefetcher::BatchPrefetcher(std::shared_ptr<const Dataset> dataset, bool pin_memory,
                                  std::function<Batch(Batch)> finish)
-    : dataset_(std::move(dataset)), pin_(pin_memory && torch::cuda::is_available()), finish_(std::move(finish)) {
+    : dataset_(std::move(dataset)),
+      pin_(pin_memory && torch::cuda::is_available()),
+      finish_(std::move(finish)) {
   if (!dataset_) throw Error("BatchPrefetcher: null dataset");
   thread_ = std::thread([this] { run(); });
 }

@@ -37,7 +37,8 @@ double SyntheticInteractions::score(int64_t user, int64_t item) const {
   return s;
 }
 
-Batch SyntheticInteractions::get(const std::vector<int64_t>& indices, uint64_t /*seed: no augmentation*/) const {
+Batch SyntheticInteractions::get(const std::vector<int64_t>& indices,
+                                 uint64_t /*seed: no augmentation*/) const {
   const auto n = static_cast<int64_t>(indices.size());
   auto inputs = torch::empty({n, 2}, torch::kInt64);
   auto targets = torch::empty({n}, torch::kInt64);
@@ -45,8 +46,8 @@ Batch SyntheticInteractions::get(const std::vector<int64_t>& indices, uint64_t /
   auto* tg = targets.data_ptr<int64_t>();
   for (int64_t j = 0; j < n; ++j) {
     const int64_t i = indices[static_cast<size_t>(j)];
-    DYNAMIX_CHECK(i >= 0 && i < size_, "synthetic_interactions: index " + std::to_string(i) + " out of range [0, " +
-                                           std::to_string(size_) + ")");
+    DYNAMIX_CHECK(i >= 0 && i < size_, "synthetic_interactions: index " + std::to_string(i) +
+                                           " out of range [0, " + std::to_string(size_) + ")");
     SampleRng rng(split_key_, static_cast<uint64_t>(i));
     const int64_t user = skewed_id(rng, users_), item = skewed_id(rng, items_);
     const double noise = (SampleRng(split_key_ ^ kNoiseKey, static_cast<uint64_t>(i)).uniform() - 0.5) * 0.4;

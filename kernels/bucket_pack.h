@@ -11,9 +11,9 @@ namespace dynamix::kernels {
 
 template <typename T>
 struct Segment {
-  T* data = nullptr;   // tensor storage (contiguous); null = gradient absent (packed as zeros)
-  size_t count = 0;    // elements
-  size_t offset = 0;   // element offset inside the bucket
+  T* data = nullptr;  // tensor storage (contiguous); null = gradient absent (packed as zeros)
+  size_t count = 0;   // elements
+  size_t offset = 0;  // element offset inside the bucket
 };
 
 // Returns the squared L2 norm of the unscaled sources, accumulated in double.

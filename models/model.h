@@ -12,9 +12,9 @@ namespace dynamix {
 
 // What a model is built for: the per-sample input shape and the output size.
 struct ModelSpec {
-  std::vector<int64_t> input_shape;  // per sample: {C,H,W} images, {seq_len} tokens
-  int64_t num_classes = 10;          // classes; for task "mlm" the vocab size
-  std::string task = "classify";     // "classify" | "mlm"
+  std::vector<int64_t> input_shape;        // per sample: {C,H,W} images, {seq_len} tokens
+  int64_t num_classes = 10;                // classes; for task "mlm" the vocab size
+  std::string task = "classify";           // "classify" | "mlm"
   std::vector<int64_t> input_cardinality;  // ids per input column (embedding models: users, items)
 };
 

@@ -44,10 +44,10 @@ const std::map<std::string, Factory>& table() {
       return std::make_shared<Cnn>(s.input_shape[0], s.input_shape[1], s.input_shape[2], s.num_classes);
     };
     m["ncf"] = [](const std::string& name, const ModelSpec& s) -> ModelPtr {
-      DYNAMIX_CHECK(s.task == "classify" && s.input_shape == std::vector<int64_t>{2} &&
-                        s.input_cardinality.size() == 2,
-                    "model '" + name + "' needs (user, item) pairs with known id counts, e.g. dataset " +
-                        "synthetic_interactions; got input_shape " + shape_text(s.input_shape));
+      DYNAMIX_CHECK(
+          s.task == "classify" && s.input_shape == std::vector<int64_t>{2} && s.input_cardinality.size() == 2,
+          "model '" + name + "' needs (user, item) pairs with known id counts, e.g. dataset " +
+              "synthetic_interactions; got input_shape " + shape_text(s.input_shape));
       return std::make_shared<Ncf>(s.input_cardinality[0], s.input_cardinality[1], 32, s.num_classes);
     };
     m["mlp"] = [](const std::string& name, const ModelSpec& s) -> ModelPtr {

@@ -16,6 +16,7 @@ packages=(
   libbenchmark-dev                   # micro-benchmarks
   zlib1g-dev                         # gzip-compressed IDX files; checkpoint CRC32
   clang llvm                         # eBPF programs (clang -target bpf)
+  clang-format                       # scripts/format.sh: the checked-in .clang-format, checked in CI
   libbpf-dev libelf-dev bpftool      # eBPF loader, skeletons, vmlinux.h from kernel BTF
   iproute2                           # network namespaces / netem for the retransmit test
   dataset-fashion-mnist              # real Fashion-MNIST, offline

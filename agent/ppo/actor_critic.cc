@@ -47,9 +47,9 @@ ActorCriticImpl::ActorCriticImpl(int64_t node_dim, int64_t global_dim, const std
 
 torch::Tensor ActorCriticImpl::pool(const torch::Tensor& node, const torch::Tensor& mask) {
   if (!mask.defined()) return torch::cat({node.mean(1), std::get<0>(node.max(1))}, 1);
-  auto m = mask.unsqueeze(-1).to(node.dtype());                                  // [T, N, 1]
-  auto mean = (node * m).sum(1) / m.sum(1).clamp_min(1.0);                       // [T, F]
-  auto max = std::get<0>(node.masked_fill(m.logical_not(), -1e9).max(1));        // [T, F]
+  auto m = mask.unsqueeze(-1).to(node.dtype());                            // [T, N, 1]
+  auto mean = (node * m).sum(1) / m.sum(1).clamp_min(1.0);                 // [T, F]
+  auto max = std::get<0>(node.masked_fill(m.logical_not(), -1e9).max(1));  // [T, F]
   return torch::cat({mean, max}, 1);
 }
 

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "agent/batch_policy.h"
-#include "agent/rank_models.h"
 #include "agent/ppo/ppo_config.h"
 #include "agent/ppo/reward.h"
 #include "agent/ppo/state_encoder.h"
+#include "agent/rank_models.h"
 
 namespace at {
 class Tensor;

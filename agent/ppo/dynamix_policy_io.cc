@@ -100,8 +100,9 @@ void DynamixPolicy::read_archive(std::istream& in) {
   c10::IValue v;
   DYNAMIX_CHECK(a.try_read("format", v) && v.isString(),
                 std::string("not a dynamix policy (expected format ") + kFormat + ")");
-  DYNAMIX_CHECK(v.toStringRef() == kFormat, "policy format " + v.toStringRef() + " is not supported (expected " +
-                                                kFormat + "; retrain it with `dynamix agent pretrain`)");
+  DYNAMIX_CHECK(v.toStringRef() == kFormat, "policy format " + v.toStringRef() +
+                                                " is not supported (expected " + kFormat +
+                                                "; retrain it with `dynamix agent pretrain`)");
   a.read("config", v);
   PpoConfig loaded = ppo_config_from_string(v.toStringRef());
   loaded.background_update = config_.background_update;  // a property of this run, not of the policy

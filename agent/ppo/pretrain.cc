@@ -51,12 +51,15 @@ struct Draw {
   SimRng rng;
   double uniform(double lo, double hi) { return lo + (hi - lo) * rng.uniform(); }
   double log_uniform(double lo, double hi) { return lo * std::pow(hi / lo, rng.uniform()); }
-  int32_t below(int32_t n) { return static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::max(1, n))); }
+  int32_t below(int32_t n) {
+    return static_cast<int32_t>(rng.next() % static_cast<uint64_t>(std::max(1, n)));
+  }
   bool chance(double p) { return rng.uniform() < p; }
   std::vector<int32_t> ranks(int32_t nodes, int32_t count) {
     std::vector<int32_t> all(static_cast<size_t>(nodes));
     std::iota(all.begin(), all.end(), 0);
-    for (int32_t k = 0; k < count && k < nodes; ++k) std::swap(all[size_t(k)], all[size_t(k + below(nodes - k))]);
+    for (int32_t k = 0; k < count && k < nodes; ++k)
+      std::swap(all[size_t(k)], all[size_t(k + below(nodes - k))]);
     all.resize(static_cast<size_t>(std::min(count, nodes)));
     return all;
   }
@@ -149,7 +152,8 @@ PretrainEpisode random_episode(const PretrainOptions& o, int64_t episode) {
   // Communication: a share of the mean step, as ring bytes over the bandwidth.
   SimWorkload& w = c.workload;
   double mean_compute = 0;
-  for (int32_t i = 0; i < c.nodes; ++i) mean_compute += (c.alpha_s[size_t(i)] + c.beta_s[size_t(i)] * o.batch_per_rank) / c.nodes;
+  for (int32_t i = 0; i < c.nodes; ++i)
+    mean_compute += (c.alpha_s[size_t(i)] + c.beta_s[size_t(i)] * o.batch_per_rank) / c.nodes;
   const double share = d.uniform(0.001, o.max_comm_share);
   const double comm_s = share / (1 - share) * mean_compute, n = c.nodes;
   w.latency_us = 0;
@@ -170,7 +174,8 @@ PretrainEpisode random_episode(const PretrainOptions& o, int64_t episode) {
     }
   }
   ep.kind = homogeneous ? "homogeneous" : "static";
-  if (d.chance(o.event_probability)) ep.kind = draw_events(d, c, o.windows_per_episode * ep.window, ep.window);
+  if (d.chance(o.event_probability))
+    ep.kind = draw_events(d, c, o.windows_per_episode * ep.window, ep.window);
   return ep;
 }
 
@@ -182,7 +187,8 @@ int run_pretrain(const PretrainOptions& o) {
   DYNAMIX_CHECK(o.min_step_s > 0 && o.max_step_s >= o.min_step_s,
                 "agent pretrain: need 0 < min_step_s <= max_step_s");
   DYNAMIX_CHECK(o.max_speed_ratio >= 1.2, "agent pretrain: max_speed_ratio must be >= 1.2");
-  DYNAMIX_CHECK(o.max_comm_share >= 0.001 && o.max_comm_share < 1, "agent pretrain: max_comm_share in [0.001, 1)");
+  DYNAMIX_CHECK(o.max_comm_share >= 0.001 && o.max_comm_share < 1,
+                "agent pretrain: max_comm_share in [0.001, 1)");
   DYNAMIX_CHECK(o.windows_per_episode >= 1 && o.min_window >= 1 && o.max_window >= o.min_window,
                 "agent pretrain: windows and window sizes must be >= 1");
   DYNAMIX_CHECK(o.batch_per_rank >= 8 && o.batch_per_rank <= o.batch_max,
@@ -202,8 +208,7 @@ int run_pretrain(const PretrainOptions& o) {
   DynamixPolicy policy(po);
   out << "agent pretrain: " << o.episodes << " episodes x " << o.windows_per_episode << " windows of "
       << o.min_window << ".." << o.max_window << " steps, " << o.min_nodes << ".." << o.max_nodes
-      << " nodes, seed " << o.seed
-      << "\nppo config:\n"
+      << " nodes, seed " << o.seed << "\nppo config:\n"
       << to_string(policy.config()) << std::flush;
 
   const auto start = std::chrono::steady_clock::now();

@@ -15,18 +15,18 @@ namespace dynamix {
 // workload from these ranges, so the policy never leans on one magnitude.
 struct PretrainOptions {
   int64_t episodes = 2000;
-  uint64_t seed = 1;  // clusters, events and the policy's sampling
-  int32_t min_nodes = 2, max_nodes = 1024;     // log-uniform cluster size
-  double min_step_s = 1e-3, max_step_s = 10;   // compute time of a full-speed rank at the start
-  double max_speed_ratio = 16;                 // fastest / slowest rank
-  double max_comm_share = 0.9;                 // allreduce share of the step
-  double max_noise = 0.4;                      // per-step relative compute noise (~0.2 per window)
-  double homogeneous_probability = 0.15;       // clusters where nothing should move
-  double memory_cap_probability = 0.3;         // some ranks get a small b_max
-  double event_probability = 0.7;              // dynamic events: steps, transients, periods, waves
-  int64_t windows_per_episode = 32;            // decisions per episode
-  int32_t min_window = 4, max_window = 20;     // simulated steps per decision window
-  int32_t batch_per_rank = 32;                 // initial uniform b_i; B = nodes x this, kept fixed
+  uint64_t seed = 1;                          // clusters, events and the policy's sampling
+  int32_t min_nodes = 2, max_nodes = 1024;    // log-uniform cluster size
+  double min_step_s = 1e-3, max_step_s = 10;  // compute time of a full-speed rank at the start
+  double max_speed_ratio = 16;                // fastest / slowest rank
+  double max_comm_share = 0.9;                // allreduce share of the step
+  double max_noise = 0.4;                     // per-step relative compute noise (~0.2 per window)
+  double homogeneous_probability = 0.15;      // clusters where nothing should move
+  double memory_cap_probability = 0.3;        // some ranks get a small b_max
+  double event_probability = 0.7;             // dynamic events: steps, transients, periods, waves
+  int64_t windows_per_episode = 32;           // decisions per episode
+  int32_t min_window = 4, max_window = 20;    // simulated steps per decision window
+  int32_t batch_per_rank = 32;                // initial uniform b_i; B = nodes x this, kept fixed
   int32_t batch_max = 256;
   double max_change = 0.5;
   PpoConfig ppo;                // background_update is forced off (the simulator can wait)

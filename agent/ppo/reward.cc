@@ -32,7 +32,8 @@ void RewardTracker::observe_first(const ClusterState& s) {
   prev_accuracy_ = s.global.last_test_accuracy;
 }
 
-RewardTerms RewardTracker::reward(const ClusterState& s, const std::vector<int32_t>& prev, double ideal_estimate) {
+RewardTerms RewardTracker::reward(const ClusterState& s, const std::vector<int32_t>& prev,
+                                  double ideal_estimate) {
   if (!has_first_) {
     observe_first(s);
     return {};

@@ -42,7 +42,8 @@ class RewardTracker {
   void observe_first(const ClusterState& state);
   // Reward for the window `state` (which ran under `prev_batches`), then remembers it.
   // `ideal_estimate` (samples/s) is used when the state carries no ideal_throughput.
-  RewardTerms reward(const ClusterState& state, const std::vector<int32_t>& prev_batches, double ideal_estimate);
+  RewardTerms reward(const ClusterState& state, const std::vector<int32_t>& prev_batches,
+                     double ideal_estimate);
 
  private:
   RewardWeights w_;

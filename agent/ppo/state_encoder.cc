@@ -192,7 +192,8 @@ EncodedState encode_state(const ClusterState& s, const RankTimeModels& models, c
   const double batch = view.global_batch;
   e.global[kCommShare] = mean_step > 0 ? clamp(mean_comm / mean_step, 0, 1) : 0;
   e.global[kSpread] = std::log(clamp(g.step_time_spread, 1, 1e6));
-  e.global[kIdealGap] = view.predicted_compute_s > 0 ? log_ratio(mean_step, view.predicted_compute_s + mean_comm, 3) : 0;
+  e.global[kIdealGap] =
+      view.predicted_compute_s > 0 ? log_ratio(mean_step, view.predicted_compute_s + mean_comm, 3) : 0;
   e.global[kMeanResidual] = residual_sum / n;
   e.global[kRestartedShare] = restarted / n;
   e.global[kClusterSize] = std::log2(double(n)) / 10;

@@ -26,37 +26,37 @@ BalanceView balance_view(const ClusterState& state, const RankTimeModels& models
 // every byte count) by a constant leaves all of them unchanged. Groups (for the ablation table in
 // docs/AGENT.md): balance, timing, memory, system, network, statistics.
 enum NodeFeature : int64_t {
-  kSlowMove,       // log(slow_i / b_i)                                      balance
-  kFastMove,       // log(fast_i / b_i)                                      balance
-  kPropMove,       // log(proportional_i / b_i)                              balance
-  kComputeRatio,   // log(compute_i / mean compute)                          balance
-  kWaitFraction,   // wait_i / step_i                                        timing
-  kResidual,       // RMS relative misfit of the rank's model (noise)         timing
-  kSurprise,       // log(measured / predicted before this window)           timing
-  kRestarted,      // the rank's model restarted this window (a change)      timing
-  kHistoryFill,    // observations kept / history                            timing
-  kFixedShare,     // alpha_i / t_i(b_i): fixed per-step cost                timing
-  kBatchFill,      // b_i / b_max_i                                          memory
-  kMemHeadroom,    // free fraction of device (or host) memory               memory
-  kOom,            // the rank ran out of memory in the window               memory
-  kCpuUtil,        // machine CPU utilisation                                system
-  kGpuUtil,        // GPU utilisation                                        system
-  kNetBytes,       // log(bytes_i / mean bytes)                              network
-  kRetransPerStep, // log1p(retransmits per step)                            network
-  kSrttRatio,      // log(srtt_i / mean srtt)                                network
+  kSlowMove,        // log(slow_i / b_i)                                      balance
+  kFastMove,        // log(fast_i / b_i)                                      balance
+  kPropMove,        // log(proportional_i / b_i)                              balance
+  kComputeRatio,    // log(compute_i / mean compute)                          balance
+  kWaitFraction,    // wait_i / step_i                                        timing
+  kResidual,        // RMS relative misfit of the rank's model (noise)         timing
+  kSurprise,        // log(measured / predicted before this window)           timing
+  kRestarted,       // the rank's model restarted this window (a change)      timing
+  kHistoryFill,     // observations kept / history                            timing
+  kFixedShare,      // alpha_i / t_i(b_i): fixed per-step cost                timing
+  kBatchFill,       // b_i / b_max_i                                          memory
+  kMemHeadroom,     // free fraction of device (or host) memory               memory
+  kOom,             // the rank ran out of memory in the window               memory
+  kCpuUtil,         // machine CPU utilisation                                system
+  kGpuUtil,         // GPU utilisation                                        system
+  kNetBytes,        // log(bytes_i / mean bytes)                              network
+  kRetransPerStep,  // log1p(retransmits per step)                            network
+  kSrttRatio,       // log(srtt_i / mean srtt)                                network
   kNodeFeatures
 };
 enum GlobalFeature : int64_t {
-  kCommShare,      // comm / step                                            timing
-  kSpread,         // log(max/min compute)                                   balance
-  kIdealGap,       // log(step / (predicted balanced compute + comm))        balance
-  kMeanResidual,   // mean model misfit over ranks                           timing
-  kRestartedShare, // fraction of ranks whose model restarted                timing
-  kClusterSize,    // log2(N) / 10                                           timing
-  kNoiseRatio,     // log1p(B_noise / B)                                     statistics
-  kLossTrend,      // relative loss change                                   statistics
-  kGradVariance,   // log1p(var|g| / |g|^2)                                  statistics
-  kProgress,       // fraction of the run done                               statistics
+  kCommShare,       // comm / step                                            timing
+  kSpread,          // log(max/min compute)                                   balance
+  kIdealGap,        // log(step / (predicted balanced compute + comm))        balance
+  kMeanResidual,    // mean model misfit over ranks                           timing
+  kRestartedShare,  // fraction of ranks whose model restarted                timing
+  kClusterSize,     // log2(N) / 10                                           timing
+  kNoiseRatio,      // log1p(B_noise / B)                                     statistics
+  kLossTrend,       // relative loss change                                   statistics
+  kGradVariance,    // log1p(var|g| / |g|^2)                                  statistics
+  kProgress,        // fraction of the run done                               statistics
   kGlobalFeatures
 };
 

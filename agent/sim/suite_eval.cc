@@ -38,7 +38,8 @@ std::string fmt(double v, const char* spec = "%.3f") {
 // Every policy must be in the run: the ratios need static and both heuristics.
 std::vector<std::string> with_references(std::vector<std::string> policies) {
   for (const char* ref : {"static", "proportional", "gns"}) {
-    if (std::find(policies.begin(), policies.end(), ref) == policies.end()) policies.insert(policies.begin(), ref);
+    if (std::find(policies.begin(), policies.end(), ref) == policies.end())
+      policies.insert(policies.begin(), ref);
   }
   return policies;
 }
@@ -83,9 +84,13 @@ void write_files(const std::vector<SuiteRow>& rows, const SuiteEvalOptions& o) {
   DYNAMIX_CHECK(csv.good(), "agent eval: cannot write " + o.output + "/eval.csv");
   csv << "scenario,policy,time_s,vs_static,vs_best_heuristic,ideal_fraction,seeds_reached\n";
   for (const SuiteRow& r : rows) {
-    all.push_back({{"scenario", r.scenario}, {"policy", r.policy}, {"time_s", r.time_s},
-                   {"vs_static", r.vs_static}, {"vs_best_heuristic", r.vs_best},
-                   {"ideal_fraction", r.ideal_fraction}, {"seeds_reached", r.reached}});
+    all.push_back({{"scenario", r.scenario},
+                   {"policy", r.policy},
+                   {"time_s", r.time_s},
+                   {"vs_static", r.vs_static},
+                   {"vs_best_heuristic", r.vs_best},
+                   {"ideal_fraction", r.ideal_fraction},
+                   {"seeds_reached", r.reached}});
     csv << r.scenario << ',' << r.policy << ',' << r.time_s << ',' << r.vs_static << ',' << r.vs_best << ','
         << r.ideal_fraction << ',' << r.reached << '\n';
   }
@@ -117,8 +122,8 @@ int run_suite_eval(const SuiteEvalOptions& o) {
       << line;
   for (const SuiteRow& r : rows) {
     std::snprintf(line, sizeof line, "%-28s %-13s %12s %10s %10s %8s %5d/%d\n", r.scenario.c_str(),
-                  r.policy.c_str(), fmt(r.time_s, "%.2f").c_str(), fmt(r.vs_static).c_str(), fmt(r.vs_best).c_str(),
-                  fmt(r.ideal_fraction).c_str(), r.reached, o.seeds);
+                  r.policy.c_str(), fmt(r.time_s, "%.2f").c_str(), fmt(r.vs_static).c_str(),
+                  fmt(r.vs_best).c_str(), fmt(r.ideal_fraction).c_str(), r.reached, o.seeds);
     out << line;
   }
   std::snprintf(line, sizeof line, "\n%-13s %10s %10s %10s %10s %12s %12s %12s\n", "policy", "med_static",

@@ -11,8 +11,8 @@
 namespace dynamix {
 
 struct SuiteScenario {
-  std::string name;     // file stem; its prefix names the family (static_, dynamic_, homogeneous_, ...)
-  SimRunOptions run;    // cluster, bounds, window, factory (empty: the suite's); policies are the suite's
+  std::string name;   // file stem; its prefix names the family (static_, dynamic_, homogeneous_, ...)
+  SimRunOptions run;  // cluster, bounds, window, factory (empty: the suite's); policies are the suite's
 };
 
 struct SuiteEvalOptions {
@@ -27,11 +27,11 @@ struct SuiteEvalOptions {
 // Per scenario and policy, medians over seeds of paired ratios.
 struct SuiteRow {
   std::string scenario, policy;
-  double time_s = 0;         // time to target (or total time when not reached), median
-  double vs_static = 0;      // time / static's time on the same seed, median
-  double vs_best = 0;        // time / min(proportional, gns) on the same seed, median
-  double ideal_fraction = 0; // throughput / load-balanced ideal, median
-  int32_t reached = 0;       // seeds that reached the target
+  double time_s = 0;          // time to target (or total time when not reached), median
+  double vs_static = 0;       // time / static's time on the same seed, median
+  double vs_best = 0;         // time / min(proportional, gns) on the same seed, median
+  double ideal_fraction = 0;  // throughput / load-balanced ideal, median
+  int32_t reached = 0;        // seeds that reached the target
 };
 
 std::vector<SuiteRow> evaluate_suite(const SuiteEvalOptions& options);

@@ -106,8 +106,10 @@ int run_bench_allreduce(const BenchAllreduceCommand& cmd, int* argc, char*** arg
   }
   if (failed != 0) {
     if (!error.empty()) {
-      std::fprintf(stderr, "dynamix: error on rank %d: bench allreduce --device/--backend (as train.device/backend): %s\n",
-                   rank, error.c_str());
+      std::fprintf(
+          stderr,
+          "dynamix: error on rank %d: bench allreduce --device/--backend (as train.device/backend): %s\n",
+          rank, error.c_str());
     }
     return 2;
   }

@@ -105,11 +105,12 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
     }
     const double f = median(fw), r = median(raw);
     std::printf(
-        "# dynamix bench step: model %s, batch %lld, optimizer %s, device %s, precision %s%s, %d threads, %d x %d "
+        "# dynamix bench step: model %s, batch %lld, optimizer %s, device %s, precision %s%s, %d threads, %d "
+        "x %d "
         "steps\n",
         config.model.c_str(), static_cast<long long>(b), config.train.optimizer.c_str(), device.str().c_str(),
-        config.train.precision.c_str(), config.train.channels_last ? ", channels_last" : "", torch::get_num_threads(),
-        cmd.repeats, cmd.steps);
+        config.train.precision.c_str(), config.train.channels_last ? ", channels_last" : "",
+        torch::get_num_threads(), cmd.repeats, cmd.steps);
     std::printf("%-12s %12s %14s\n", "loop", "step(ms)", "samples/s");
     std::printf("%-12s %12.3f %14.1f\n", "dynamix", f * 1e3, b / f);
     std::printf("%-12s %12.3f %14.1f\n", "bare", r * 1e3, b / r);

@@ -39,11 +39,11 @@ struct SimCommand {
 };
 
 struct AgentEvalCommand {
-  std::string suite;                  // directory of scenario YAML files
-  std::vector<std::string> overrides; // applied to every scenario
+  std::string suite;                   // directory of scenario YAML files
+  std::vector<std::string> overrides;  // applied to every scenario
   std::vector<std::string> policies = {"static", "proportional", "gns", "dynamix"};
   int32_t seeds = 3;
-  std::string output;                 // eval.json / eval.csv
+  std::string output;  // eval.json / eval.csv
 };
 
 // Each returns the process exit code. `argc/argv` go to MPI_Init where MPI is used.

@@ -2,7 +2,6 @@
 #include <sys/stat.h>
 
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 #include "framework/cli/commands.h"
@@ -47,7 +46,8 @@ int run_inspect(const std::string& given, bool json) {
     if (json) {
       std::printf("%s\n", j.dump(2).c_str());
     } else {
-      for (auto it = j.begin(); it != j.end(); ++it) std::printf("%-20s %s\n", it.key().c_str(), it.value().dump().c_str());
+      for (auto it = j.begin(); it != j.end(); ++it)
+        std::printf("%-20s %s\n", it.key().c_str(), it.value().dump().c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dynamix: error: %s\n", brief_error(e).c_str());

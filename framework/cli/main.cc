@@ -1,6 +1,5 @@
 // DYNAMIX — `dynamix` executable: train, bench, inspect, sim, monitor (and agent pretrain).
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 
 #include "agent/ppo/pretrain.h"
@@ -28,7 +27,8 @@ int main(int argc, char** argv) {
   b_ar->add_option("--max-bytes", ar.max_bytes, "largest buffer")->check(CLI::PositiveNumber);
   b_ar->add_option("--iters", ar.iters, "timed iterations per size (0 = automatic)")
       ->check(CLI::NonNegativeNumber);
-  b_ar->add_option("--bucket-mb", ar.bucket_mb, "bucket size of the DYNAMIX path")->check(CLI::PositiveNumber);
+  b_ar->add_option("--bucket-mb", ar.bucket_mb, "bucket size of the DYNAMIX path")
+      ->check(CLI::PositiveNumber);
   b_ar->add_option("--params", ar.params, "gradient tensors per size on the grad path")
       ->check(CLI::PositiveNumber);
   b_ar->add_option("--device", ar.device, "where gradients live: cpu | cuda (node-local rank's GPU)")
@@ -61,26 +61,38 @@ int main(int argc, char** argv) {
   auto* agent = app.add_subcommand("agent", "the PPO agent");
   agent->require_subcommand(1);
   auto* pt = agent->add_subcommand("pretrain", "train a policy in the simulator over randomized clusters");
-  pt->add_option("--episodes", pre.episodes, "simulated episodes")->capture_default_str()->check(CLI::PositiveNumber);
+  pt->add_option("--episodes", pre.episodes, "simulated episodes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   pt->add_option("--seed", pre.seed, "seed of clusters, events and sampling")->capture_default_str();
-  pt->add_option("--min-nodes", pre.min_nodes, "smallest cluster")->capture_default_str()->check(CLI::PositiveNumber);
-  pt->add_option("--max-nodes", pre.max_nodes, "largest cluster")->capture_default_str()->check(CLI::PositiveNumber);
+  pt->add_option("--min-nodes", pre.min_nodes, "smallest cluster")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  pt->add_option("--max-nodes", pre.max_nodes, "largest cluster")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   pt->add_option("--output,-o", pre.output, "save the trained policy here")->required();
   pt->add_option("--from", pre.checkpoint, "fine-tune this saved policy");
-  pt->add_option("--log-every", pre.log_every, "episodes per progress line")->capture_default_str()->check(CLI::PositiveNumber);
+  pt->add_option("--log-every", pre.log_every, "episodes per progress line")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
   AgentEvalCommand ev;
   auto* ae = agent->add_subcommand("eval", "every policy over a suite of simulator scenarios and seeds");
-  ae->add_option("--suite", ev.suite, "directory of scenario YAML files (e.g. configs/agent_suite)")->required();
+  ae->add_option("--suite", ev.suite, "directory of scenario YAML files (e.g. configs/agent_suite)")
+      ->required();
   ae->add_option("--policies", ev.policies, "policies (static, proportional and gns are always added)")
       ->delimiter(',');
-  ae->add_option("--seeds", ev.seeds, "seeds per scenario")->capture_default_str()->check(CLI::PositiveNumber);
+  ae->add_option("--seeds", ev.seeds, "seeds per scenario")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   ae->add_option("--set", ev.overrides, "override a config key in every scenario (repeatable)");
   ae->add_option("--output,-o", ev.output, "write eval.json and eval.csv here");
 
   MonitorCliOptions mon;
   auto* m = app.add_subcommand("monitor", "live table of this machine's TCP flows and system metrics");
-  m->add_option("--ebpf", mon.ebpf, "eBPF probes: auto | on | off")->check(CLI::IsMember({"auto", "on", "off"}));
+  m->add_option("--ebpf", mon.ebpf, "eBPF probes: auto | on | off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   m->add_option("--interval", mon.interval_s, "seconds between refreshes")->check(CLI::PositiveNumber);
   m->add_option("--count", mon.count, "refreshes (0 = until interrupted)")->check(CLI::NonNegativeNumber);
   m->add_option("--pid", mon.pids, "watch only these processes (repeatable)");

@@ -7,7 +7,6 @@
 #include <thread>
 #include <vector>
 
-
 #include "framework/cli/commands.h"
 #include "framework/comm/mpi_communicator.h"
 #include "framework/comm/watchdog.h"
@@ -92,7 +91,8 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
   std::unique_ptr<NcclCommunicator> nccl;
   if (backend == "nccl") {
     try {
-      nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, static_cast<int>(device.index()));  // collective
+      nccl =
+          std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, static_cast<int>(device.index()));  // collective
     } catch (const std::exception& e) {
       error = brief_error(e);
     }

@@ -29,13 +29,19 @@ void half_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
 
 MPI_Datatype mpi_datatype(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return MPI_FLOAT;
-    case DType::kFloat64: return MPI_DOUBLE;
-    case DType::kInt32: return MPI_INT32_T;
-    case DType::kInt64: return MPI_INT64_T;
-    case DType::kUInt8: return MPI_UINT8_T;
+    case DType::kFloat32:
+      return MPI_FLOAT;
+    case DType::kFloat64:
+      return MPI_DOUBLE;
+    case DType::kInt32:
+      return MPI_INT32_T;
+    case DType::kInt64:
+      return MPI_INT64_T;
+    case DType::kUInt8:
+      return MPI_UINT8_T;
     case DType::kFloat16:
-    case DType::kBFloat16: return MPI_UINT16_T;
+    case DType::kBFloat16:
+      return MPI_UINT16_T;
   }
   throw Error("MPI backend: unknown dtype");
 }
@@ -71,8 +77,7 @@ void MpiCommunicator::allreduce(void* buffer, size_t count, DType dtype, MPI_Op 
   const size_t elem = dtype_size(dtype);
   for (size_t done = 0; done < count;) {
     const size_t n = std::min(kMaxChunk, count - done);
-    DYNAMIX_MPI_CHECK(
-        MPI_Allreduce(MPI_IN_PLACE, bytes + done * elem, static_cast<int>(n), type, op, comm_));
+    DYNAMIX_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes + done * elem, static_cast<int>(n), type, op, comm_));
     done += n;
   }
 }
@@ -104,8 +109,8 @@ void MpiCommunicator::gather(const void* send, size_t bytes, void* recv, int roo
 
 void MpiCommunicator::allgather(const void* send, size_t bytes, void* recv) {
   DYNAMIX_CHECK(bytes <= kMaxChunk, "allgather of " + std::to_string(bytes) + " bytes per rank is too large");
-  DYNAMIX_MPI_CHECK(MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes),
-                                  MPI_BYTE, comm_));
+  DYNAMIX_MPI_CHECK(
+      MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE, comm_));
 }
 
 void MpiCommunicator::barrier() { DYNAMIX_MPI_CHECK(MPI_Barrier(comm_)); }

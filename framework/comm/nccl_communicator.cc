@@ -67,8 +67,8 @@ NcclCommunicator::NcclCommunicator(const MpiRuntime& runtime)
 NcclCommunicator::NcclCommunicator(MPI_Comm comm, int device_index) : host_(comm) {
   rank_ = host_.rank();
   size_ = host_.size();
-  const std::string where = "rank " + std::to_string(rank_) + " (CUDA device " + std::to_string(device_index) +
-                            " on " + host_name() + ")";
+  const std::string where = "rank " + std::to_string(rank_) + " (CUDA device " +
+                            std::to_string(device_index) + " on " + host_name() + ")";
 
   // Each rank checks its own GPU; then all agree, so that no rank waits in ncclCommInitRank for
   // a peer that has already thrown.

@@ -44,9 +44,9 @@ struct Watchdog::Message {
   uint32_t magic = kMagic;
   uint32_t type = 0;
   int32_t rank = -1;
-  int32_t subject = -1;          // kAbort: the lost rank (-1: none in particular)
-  uint64_t entered = 0;          // collectives this rank has entered
-  double in_collective_s = -1;   // time inside the current collective; < 0 outside
+  int32_t subject = -1;         // kAbort: the lost rank (-1: none in particular)
+  uint64_t entered = 0;         // collectives this rank has entered
+  double in_collective_s = -1;  // time inside the current collective; < 0 outside
   char op[16] = {};
   char text[360] = {};
 };
@@ -108,7 +108,8 @@ void Watchdog::connect_all(Communicator& comm) {
 
   const auto start = std::chrono::steady_clock::now();
   auto remaining = [&] {
-    return options_.connect_timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return options_.connect_timeout_s -
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   if (rank_ == 0) {
     peers_.resize(static_cast<size_t>(world_));
@@ -134,8 +135,8 @@ void Watchdog::connect_all(Communicator& comm) {
         if (p.inbox.size() < sizeof(Message)) continue;
         Message hello;
         std::memcpy(&hello, p.inbox.data(), sizeof(hello));
-        const bool valid = hello.magic == kMagic && hello.type == kHello && hello.rank > 0 && hello.rank < world_ &&
-                           peers_[static_cast<size_t>(hello.rank)].fd < 0;
+        const bool valid = hello.magic == kMagic && hello.type == kHello && hello.rank > 0 &&
+                           hello.rank < world_ && peers_[static_cast<size_t>(hello.rank)].fd < 0;
         if (!valid) {
           tcp_close(p.fd);  // a stranger on our port, or a duplicate
         } else {
@@ -154,7 +155,8 @@ void Watchdog::connect_all(Communicator& comm) {
     if (error.empty() && joined < world_ - 1) {
       std::string missing;
       for (int r = 1; r < world_; ++r) {
-        if (peers_[static_cast<size_t>(r)].fd < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        if (peers_[static_cast<size_t>(r)].fd < 0)
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       }
       error = "watchdog: ranks " + missing + " did not connect to rank 0 within " +
               seconds(options_.connect_timeout_s) + " (TCP port " + std::to_string(address.port) + ")";
@@ -171,9 +173,11 @@ void Watchdog::connect_all(Communicator& comm) {
       Message hello;
       hello.type = kHello;
       hello.rank = rank_;
-      if (!tcp_send(peers_[0].fd, &hello, sizeof(hello))) error = "watchdog: lost the connection to rank 0 at once";
+      if (!tcp_send(peers_[0].fd, &hello, sizeof(hello)))
+        error = "watchdog: lost the connection to rank 0 at once";
     } else {
-      error = "watchdog: cannot reach rank 0 on TCP port " + std::to_string(address.port) + " (" + tried + ")";
+      error =
+          "watchdog: cannot reach rank 0 on TCP port " + std::to_string(address.port) + " (" + tried + ")";
     }
   } else {
     error = "watchdog: rank 0 could not open its TCP port";
@@ -292,7 +296,8 @@ void Watchdog::handle(int from, const Message& m) {
       break;
     case kAbort:
       if (rank_ == 0) {
-        if (!tripped_.load()) fail(from, "it reported a fatal error: " + text_of(m.text));  // see report_local_error
+        if (!tripped_.load())
+          fail(from, "it reported a fatal error: " + text_of(m.text));  // see report_local_error
       } else if (!tripped_.exchange(true)) {
         terminate("rank 0 ends the job: " + text_of(m.text));
       }
@@ -321,7 +326,8 @@ void Watchdog::check_peers(double now) {
     if ((rank_ == 0 && r == 0) || p.finished || p.closed) continue;
     const double silent = now - p.last_seen;
     if (silent > options_.heartbeat_timeout_s) {
-      fail(r, "no heartbeat for " + seconds(silent) + ": its process or host is hung, or the network to it is down");
+      fail(r, "no heartbeat for " + seconds(silent) +
+                  ": its process or host is hung, or the network to it is down");
       return;
     }
   }
@@ -360,9 +366,10 @@ void Watchdog::check_collectives(double now) {
       return;
     }
     const auto b = static_cast<size_t>(behind[0]);
-    std::string why = "it has not joined " + what + ", which rank " + std::to_string(r) + " has waited in for " +
-                      seconds(inside[i]) + " (comm.timeout_s " + seconds(options_.collective_timeout_s) +
-                      "); it last entered collective #" + std::to_string(entered[b]) + " (" + op[b] + ")" +
+    std::string why = "it has not joined " + what + ", which rank " + std::to_string(r) +
+                      " has waited in for " + seconds(inside[i]) + " (comm.timeout_s " +
+                      seconds(options_.collective_timeout_s) + "); it last entered collective #" +
+                      std::to_string(entered[b]) + " (" + op[b] + ")" +
                       (inside[b] >= 0 ? " and is still inside it" : " and is busy outside collectives");
     if (behind.size() > 1) {
       why += "; also behind: ranks";

@@ -35,7 +35,7 @@ struct WatchdogOptions {
   double collective_timeout_s = 300;  // longest any one collective may take
   double heartbeat_timeout_s = 30;    // silence after which a rank counts as lost
   double heartbeat_interval_s = 1;
-  double connect_timeout_s = 60;      // for every rank to reach rank 0 at start
+  double connect_timeout_s = 60;  // for every rank to reach rank 0 at start
   // Asked on the watchdog's thread every heartbeat interval: a non-empty answer is a fatal error
   // of this rank's transport (NCCL's asynchronous errors: a peer lost inside a kernel, a network
   // failure), and ends the job on every rank with that message. Must be thread-safe.

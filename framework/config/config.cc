@@ -27,8 +27,9 @@ Fields dataset_fields(DatasetConfig& d, const YamlReader& r) {
   return {
       {"name",
        [&](const Node& v, const Path& p) {
-         d.name = r.choice(v, p, {"fashion_mnist", "mnist", "cifar10", "cifar100", "synthetic", "synthetic_tokens", "text",
-                                   "synthetic_interactions"});
+         d.name = r.choice(v, p,
+                           {"fashion_mnist", "mnist", "cifar10", "cifar100", "synthetic", "synthetic_tokens",
+                            "text", "synthetic_interactions"});
        }},
       {"path", [&](const Node& v, const Path& p) { d.path = r.string(v, p); }},
       {"augment", [&](const Node& v, const Path& p) { d.augment = r.boolean(v, p); }},
@@ -91,18 +92,24 @@ Fields train_fields(TrainConfig& t, const YamlReader& r) {
          t.lr = r.number(v, p);
          r.require(t.lr > 0, v, p, "must be > 0");
        }},
-      {"device", [&](const Node& v, const Path& p) { t.device = r.choice(v, p, {"auto", "cpu", "cuda"}); }},
+      {"device",
+       [&](const Node& v, const Path& p) {
+         t.device = r.choice(v, p, {"auto", "cpu", "cuda"});
+       }},
       {"precision",
        [&](const Node& v, const Path& p) {
          // fp16 is for CUDA (checked when the device is known); its gradients need loss scaling.
          t.precision = r.choice(v, p, {"fp32", "bf16", "fp16"});
        }},
       {"loss_scale",
-       [&](const Node& v, const Path& p) { t.loss_scale = r.choice(v, p, {"auto", "dynamic", "none"}); }},
+       [&](const Node& v, const Path& p) {
+         t.loss_scale = r.choice(v, p, {"auto", "dynamic", "none"});
+       }},
       {"loss_scale_init",
        [&](const Node& v, const Path& p) {
          t.loss_scale_init = r.number(v, p);
-         r.require(t.loss_scale_init >= 1 && std::isfinite(t.loss_scale_init), v, p, "must be a finite number >= 1");
+         r.require(t.loss_scale_init >= 1 && std::isfinite(t.loss_scale_init), v, p,
+                   "must be a finite number >= 1");
        }},
       {"loss_scale_growth_interval",
        [&](const Node& v, const Path& p) {
@@ -252,7 +259,10 @@ Fields hetero_fields(HeteroConfig& h, const YamlReader& r) {
 }
 
 Fields monitor_fields(MonitorConfig& m, const YamlReader& r) {
-  return {{"ebpf", [&](const Node& v, const Path& p) { m.ebpf = r.choice(v, p, {"auto", "on", "off"}); }},
+  return {{"ebpf",
+           [&](const Node& v, const Path& p) {
+             m.ebpf = r.choice(v, p, {"auto", "on", "off"});
+           }},
           {"enabled", [&](const Node& v, const Path& p) { m.enabled = r.boolean(v, p); }}};
 }
 
@@ -270,13 +280,15 @@ Fields comm_fields(CommConfig& cc, const YamlReader& r) {
       {"hlc_ratio",
        [&](const Node& v, const Path& p) {
          cc.hlc_ratio = r.number(v, p);
-         r.require(cc.hlc_ratio >= 1.0 && cc.hlc_ratio <= 16.0, v, p, "must be in [1, 16] (sketch cells per entry)");
+         r.require(cc.hlc_ratio >= 1.0 && cc.hlc_ratio <= 16.0, v, p,
+                   "must be in [1, 16] (sketch cells per entry)");
        }},
       {"hlc_auto", [&](const Node& v, const Path& p) { cc.hlc_auto = r.boolean(v, p); }},
       {"hlc_max_bytes_fraction",
        [&](const Node& v, const Path& p) {
          cc.hlc_max_bytes_fraction = r.number(v, p);
-         r.require(cc.hlc_max_bytes_fraction > 0 && cc.hlc_max_bytes_fraction <= 1, v, p, "must be in (0, 1]");
+         r.require(cc.hlc_max_bytes_fraction > 0 && cc.hlc_max_bytes_fraction <= 1, v, p,
+                   "must be in (0, 1]");
        }},
       {"overlap", [&](const Node& v, const Path& p) { cc.overlap = r.boolean(v, p); }},
       {"watchdog", [&](const Node& v, const Path& p) { cc.watchdog = r.boolean(v, p); }},
@@ -288,7 +300,8 @@ Fields comm_fields(CommConfig& cc, const YamlReader& r) {
       {"heartbeat_timeout_s",
        [&](const Node& v, const Path& p) {
          cc.heartbeat_timeout_s = r.number(v, p);
-         r.require(cc.heartbeat_timeout_s >= 2, v, p, "must be >= 2 (seconds; heartbeats are sent every second)");
+         r.require(cc.heartbeat_timeout_s >= 2, v, p,
+                   "must be >= 2 (seconds; heartbeats are sent every second)");
        }},
   };
 }

@@ -11,33 +11,35 @@
 namespace dynamix {
 
 struct DatasetConfig {
-  std::string name = "fashion_mnist";  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic | synthetic_tokens | text | synthetic_interactions
-  std::string path;                    // directory or file; default per dataset (fashion_mnist: /usr/share/datasets/fashion-mnist)
-  bool augment = false;                // CIFAR-style random crop + flip on the training set
+  std::string name = "fashion_mnist";  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic |
+                                       // synthetic_tokens | text | synthetic_interactions
+  std::string
+      path;  // directory or file; default per dataset (fashion_mnist: /usr/share/datasets/fashion-mnist)
+  bool augment = false;  // CIFAR-style random crop + flip on the training set
   // synthetic / text only:
-  int64_t train_size = 4096;           // synthetic samples in the training split
-  int64_t test_size = 1024;            // synthetic samples in the test split
+  int64_t train_size = 4096;                 // synthetic samples in the training split
+  int64_t test_size = 1024;                  // synthetic samples in the test split
   std::vector<int64_t> shape = {3, 32, 32};  // synthetic image shape (C, H, W)
-  int64_t classes = 10;                // synthetic classes
-  int64_t seq_len = 128;               // synthetic tokens / text MLM sequence length
-  std::string vocab;                   // text: vocabulary file (one token per line); empty = built from the text
-  int64_t users = 10000;               // synthetic_interactions: user ids
-  int64_t items = 5000;                // synthetic_interactions: item ids
+  int64_t classes = 10;                      // synthetic classes
+  int64_t seq_len = 128;                     // synthetic tokens / text MLM sequence length
+  std::string vocab;      // text: vocabulary file (one token per line); empty = built from the text
+  int64_t users = 10000;  // synthetic_interactions: user ids
+  int64_t items = 5000;   // synthetic_interactions: item ids
 };
 
 struct TrainConfig {
-  double epochs = 1;             // may be fractional; the run ends at epochs or max_steps, whichever first
-  int64_t max_steps = 0;         // 0 = no step limit
-  double lr = 0.01;              // lr0 at the initial global batch B0
-  std::string optimizer = "sgd"; // sgd | adamw
-  double momentum = 0.9;         // sgd
-  bool nesterov = false;         // sgd
-  double weight_decay = 0.0;     // sgd (L2) and adamw (decoupled)
-  std::string lr_scaling = "linear";  // linear | sqrt | none: lr(B) = lr0 * f(B / B0)
-  int64_t warmup_steps = 0;      // linear warmup from 0 to lr(B)
+  double epochs = 1;              // may be fractional; the run ends at epochs or max_steps, whichever first
+  int64_t max_steps = 0;          // 0 = no step limit
+  double lr = 0.01;               // lr0 at the initial global batch B0
+  std::string optimizer = "sgd";  // sgd | adamw
+  double momentum = 0.9;          // sgd
+  bool nesterov = false;          // sgd
+  double weight_decay = 0.0;      // sgd (L2) and adamw (decoupled)
+  std::string lr_scaling = "linear";      // linear | sqrt | none: lr(B) = lr0 * f(B / B0)
+  int64_t warmup_steps = 0;               // linear warmup from 0 to lr(B)
   std::optional<double> target_accuracy;  // in [0, 1]; time_to_target_s is recorded when reached
   uint64_t seed = 42;
-  int64_t eval_every = 0;        // evaluate every N steps (0 = at epoch ends and at the end only)
+  int64_t eval_every = 0;          // evaluate every N steps (0 = at epoch ends and at the end only)
   std::string device = "auto";     // auto | cpu | cuda (the node-local rank's GPU)
   std::string precision = "fp32";  // fp32 | bf16 | fp16 (autocast of forward; float32 weights; fp16 on CUDA)
   bool channels_last = false;      // 4-D weights and inputs in channels_last (CNNs)
@@ -54,7 +56,7 @@ struct BatchConfig {
   std::vector<int32_t> init = {32};  // one value (every rank) or one per rank
   int32_t min = 1;
   int32_t max = 1024;
-  std::string global = "fixed";      // fixed | adaptive: whether policies must keep sum b_i constant
+  std::string global = "fixed";  // fixed | adaptive: whether policies must keep sum b_i constant
 };
 
 struct PolicyConfig {
@@ -84,15 +86,15 @@ struct MonitorConfig {
 };
 
 struct CommConfig {
-  double bucket_mb = 25.0;           // fused bucket size
-  bool overlap = true;               // reduce buckets during backward (autograd hooks + comm thread)
-  std::string compression = "none";  // none | fp16 | bf16 | hlc
-  double hlc_ratio = 1.5;            // hlc: count-sketch cells per union entry
-  bool hlc_auto = true;              // hlc: go dense per bucket when compression would not pay
+  double bucket_mb = 25.0;              // fused bucket size
+  bool overlap = true;                  // reduce buckets during backward (autograd hooks + comm thread)
+  std::string compression = "none";     // none | fp16 | bf16 | hlc
+  double hlc_ratio = 1.5;               // hlc: count-sketch cells per union entry
+  bool hlc_auto = true;                 // hlc: go dense per bucket when compression would not pay
   double hlc_max_bytes_fraction = 0.5;  // hlc: compress only below this fraction of dense bytes
-  bool watchdog = true;              // bound collectives and detect lost ranks (multi-rank runs)
-  double timeout_s = 300;            // longest any one collective may take
-  double heartbeat_timeout_s = 30;   // silence after which a rank counts as lost
+  bool watchdog = true;                 // bound collectives and detect lost ranks (multi-rank runs)
+  double timeout_s = 300;               // longest any one collective may take
+  double heartbeat_timeout_s = 30;      // silence after which a rank counts as lost
 };
 
 struct OutputConfig {

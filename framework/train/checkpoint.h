@@ -12,12 +12,12 @@
 namespace dynamix {
 
 struct TrainProgress {
-  int64_t step = 0;              // steps completed
-  int64_t epoch = 0;             // sampler epoch
-  int64_t cursor = 0;            // sampler position within the epoch
-  std::vector<int32_t> plan;     // batch plan in force
+  int64_t step = 0;           // steps completed
+  int64_t epoch = 0;          // sampler epoch
+  int64_t cursor = 0;         // sampler position within the epoch
+  std::vector<int32_t> plan;  // batch plan in force
   int64_t world_size = 0;
-  double elapsed_s = 0;          // training wall time so far
+  double elapsed_s = 0;  // training wall time so far
   double samples_seen = 0;
   double wait_fraction_sum = 0;  // running sums for summary.json
   double last_test_accuracy = -1;
@@ -26,14 +26,14 @@ struct TrainProgress {
   double time_to_target_s = -1;  // -1 = not reached
   int64_t windows = 0;           // decision windows completed
   double last_window_loss = 0;
-  int64_t oom_events = 0;                // steps redone after a rank ran out of memory
-  std::vector<int32_t> batch_max;        // per-rank batch limits (lowered by out-of-memory events)
-  double loss_scale = 0;                 // dynamic loss scaling: S (0 = not in use)
-  int64_t loss_scale_good_steps = 0;     // finite steps since S last changed
-  int64_t skipped_steps = 0;             // steps skipped for non-finite gradients
+  int64_t oom_events = 0;             // steps redone after a rank ran out of memory
+  std::vector<int32_t> batch_max;     // per-rank batch limits (lowered by out-of-memory events)
+  double loss_scale = 0;              // dynamic loss scaling: S (0 = not in use)
+  int64_t loss_scale_good_steps = 0;  // finite steps since S last changed
+  int64_t skipped_steps = 0;          // steps skipped for non-finite gradients
   std::string model, optimizer, policy;
-  std::string policy_state;              // BatchPolicy::save_state()
-  std::vector<std::string> rng_states;   // torch CPU generator state per rank
+  std::string policy_state;             // BatchPolicy::save_state()
+  std::vector<std::string> rng_states;  // torch CPU generator state per rank
 };
 
 // Serializes to the payload of a checkpoint container.
@@ -48,7 +48,7 @@ TrainProgress decode_checkpoint(const std::string& payload, torch::nn::Module& m
 // Reads only the progress record (for `dynamix inspect`).
 TrainProgress peek_checkpoint(const std::string& payload, const std::string& origin);
 
-std::string generator_state();                     // this process's CPU generator
+std::string generator_state();  // this process's CPU generator
 void set_generator_state(const std::string& state);
 
 }  // namespace dynamix

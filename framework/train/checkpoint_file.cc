@@ -36,7 +36,8 @@ void put_le(std::string& out, uint64_t v, int bytes) {
 
 uint64_t get_le(const std::string& in, size_t at, int bytes) {
   uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(in[at + i])) << (8 * i);
+  for (int i = 0; i < bytes; ++i)
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(in[at + i])) << (8 * i);
   return v;
 }
 

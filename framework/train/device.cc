@@ -48,8 +48,9 @@ torch::Device choose_device(const Config& config, int local_rank) {
     throw Error("train.precision: fp16 needs a CUDA device (this rank trains on the CPU); use bf16 or fp32");
   }
   if (device.is_cuda() && !config.hetero.memory_mb.empty()) {
-    throw Error("hetero.memory_mb: the emulated memory cap applies to CPU training only; on a GPU the "
-                "device's own memory is the limit (share a GPU between ranks to make it smaller)");
+    throw Error(
+        "hetero.memory_mb: the emulated memory cap applies to CPU training only; on a GPU the "
+        "device's own memory is the limit (share a GPU between ranks to make it smaller)");
   }
   return device;
 }
@@ -57,11 +58,14 @@ torch::Device choose_device(const Config& config, int local_rank) {
 std::string choose_backend(const Config& config, const torch::Device& device, bool gpu_shared) {
   const std::string& backend = config.backend;
   if (backend == "nccl") {
-    if (!device.is_cuda()) throw Error("backend: nccl needs train.device: cuda (this rank trains on the CPU); use mpi");
-    if (!nccl_built()) throw Error("backend: nccl, but this build has no NCCL (CUDA toolkit not found at configure time)");
+    if (!device.is_cuda())
+      throw Error("backend: nccl needs train.device: cuda (this rank trains on the CPU); use mpi");
+    if (!nccl_built())
+      throw Error("backend: nccl, but this build has no NCCL (CUDA toolkit not found at configure time)");
     if (gpu_shared) {
       throw Error("backend: nccl needs a GPU per rank, but ranks of this node share " + device.str() + " (" +
-                  device_bus_id(device) + "); use backend: mpi (ranks may share a GPU) or start fewer ranks per node");
+                  device_bus_id(device) +
+                  "); use backend: mpi (ranks may share a GPU) or start fewer ranks per node");
     }
     return "nccl";
   }

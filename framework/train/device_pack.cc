@@ -70,7 +70,8 @@ struct DevicePacker::Impl {
   double* global() { return norms.data_ptr<double>() + 1; }
 };
 
-DevicePacker::DevicePacker(const torch::Device& device) : impl_(std::make_unique<Impl>(Impl{device, {}, {}, {}})) {
+DevicePacker::DevicePacker(const torch::Device& device)
+    : impl_(std::make_unique<Impl>(Impl{device, {}, {}, {}})) {
   DYNAMIX_CHECK(device.is_cuda(), "DevicePacker: not a CUDA device");
   impl_->norms = torch::zeros({2}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
 }
@@ -100,7 +101,8 @@ void DevicePacker::pack_one(const torch::Tensor& grad, double scale, torch::Tens
   make_device_current(impl_->device);
   const size_t n = static_cast<size_t>(grad.numel());
   if (grad.scalar_type() == torch::kFloat64) {
-    DYNAMIX_CUDA_CHECK(kernels::gpu::squared_norm<double>(grad.data_ptr<double>(), n, impl_->local(), kStream));
+    DYNAMIX_CUDA_CHECK(
+        kernels::gpu::squared_norm<double>(grad.data_ptr<double>(), n, impl_->local(), kStream));
   } else {
     DYNAMIX_CUDA_CHECK(kernels::gpu::squared_norm<float>(grad.data_ptr<float>(), n, impl_->local(), kStream));
   }
@@ -122,9 +124,10 @@ std::pair<double, double> DevicePacker::norms() {
 struct DevicePacker::Impl {};
 
 DevicePacker::DevicePacker(const torch::Device& device) {
-  throw Error("gradient buckets on " + device.str() +
-              " need the CUDA kernels, but this build has no CUDA toolkit (nvcc, NCCL); rebuild with it or train "
-              "on the CPU");
+  throw Error(
+      "gradient buckets on " + device.str() +
+      " need the CUDA kernels, but this build has no CUDA toolkit (nvcc, NCCL); rebuild with it or train "
+      "on the CPU");
 }
 DevicePacker::~DevicePacker() = default;
 void DevicePacker::begin() {}
@@ -139,8 +142,10 @@ std::pair<double, double> DevicePacker::norms() { return {0, 0}; }
 #endif
 
 template void DevicePacker::pack<float>(size_t, const std::vector<kernels::Segment<float>>&, float, float*);
-template void DevicePacker::pack<double>(size_t, const std::vector<kernels::Segment<double>>&, double, double*);
+template void DevicePacker::pack<double>(size_t, const std::vector<kernels::Segment<double>>&, double,
+                                         double*);
 template void DevicePacker::unpack<float>(size_t, const float*, const std::vector<kernels::Segment<float>>&);
-template void DevicePacker::unpack<double>(size_t, const double*, const std::vector<kernels::Segment<double>>&);
+template void DevicePacker::unpack<double>(size_t, const double*,
+                                           const std::vector<kernels::Segment<double>>&);
 
 }  // namespace dynamix

@@ -155,7 +155,8 @@ void GradBuckets::allreduce_packed(Bucket& bucket, ReduceResult& out) {
   torch::Tensor& buffer = staged ? bucket.host : bucket.flat;
   if (staged) {
     if (!bucket.host.defined()) {
-      bucket.host = torch::empty(bucket.flat.sizes(), bucket.flat.options().device(torch::kCPU).pinned_memory(true));
+      bucket.host =
+          torch::empty(bucket.flat.sizes(), bucket.flat.options().device(torch::kCPU).pinned_memory(true));
     }
     bucket.host.copy_(bucket.flat);  // waits for the packing kernels queued before it
   }
@@ -177,7 +178,8 @@ std::vector<kernels::Segment<T>> GradBuckets::grad_segments(Bucket& bucket) {
   for (size_t k = 0; k < bucket.members.size(); ++k) {
     auto& p = params_[bucket.members[k]];
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    DYNAMIX_CHECK(same_memory_order(p.grad(), p), "gradient buckets need gradients laid out like their parameters");
+    DYNAMIX_CHECK(same_memory_order(p.grad(), p),
+                  "gradient buckets need gradients laid out like their parameters");
     segs[k] = {p.grad().data_ptr<T>(), static_cast<size_t>(p.numel()), bucket.offsets[k]};
   }
   return segs;
@@ -202,7 +204,8 @@ void GradBuckets::reduce_bucket(Bucket& bucket, double weight, ReduceResult& out
 
 template <typename T>
 void GradBuckets::pack_on_device(Bucket& bucket, double weight) {
-  device_->pack<T>(index_of(bucket), grad_segments<T>(bucket), static_cast<T>(weight), bucket.flat.data_ptr<T>());
+  device_->pack<T>(index_of(bucket), grad_segments<T>(bucket), static_cast<T>(weight),
+                   bucket.flat.data_ptr<T>());
 }
 
 ReduceResult GradBuckets::reduce(double weight) {
@@ -302,9 +305,8 @@ void GradBuckets::pack_one(size_t index, const torch::Tensor& grad) {
       b.flat.narrow(0, static_cast<int64_t>(offset), static_cast<int64_t>(n)).zero_();
     }
   } else {
-    local_sq_ += b.flat.scalar_type() == torch::kFloat64
-                     ? pack_segment<double>(g, n, offset, weight_, b.flat)
-                     : pack_segment<float>(g, n, offset, weight_, b.flat);
+    local_sq_ += b.flat.scalar_type() == torch::kFloat64 ? pack_segment<double>(g, n, offset, weight_, b.flat)
+                                                         : pack_segment<float>(g, n, offset, weight_, b.flat);
   }
   packed_[index] = 1;
   if (--b.pending == 0) mark_ready(s.bucket);

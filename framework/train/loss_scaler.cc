@@ -9,7 +9,8 @@
 namespace dynamix {
 
 LossScaler::LossScaler(LossScaleOptions options) : options_(options), scale_(options.init) {
-  DYNAMIX_CHECK(options_.init >= options_.min_scale && std::isfinite(options_.init), "loss scale: bad initial scale");
+  DYNAMIX_CHECK(options_.init >= options_.min_scale && std::isfinite(options_.init),
+                "loss scale: bad initial scale");
   DYNAMIX_CHECK(options_.growth_factor > 1 && options_.backoff_factor > 0 && options_.backoff_factor < 1,
                 "loss scale: growth factor must be > 1 and backoff factor in (0, 1)");
   DYNAMIX_CHECK(options_.growth_interval >= 1, "loss scale: growth interval must be >= 1");

@@ -12,8 +12,8 @@ enum class LrScaling { kLinear, kSqrt, kNone };
 LrScaling parse_lr_scaling(const std::string& name);  // throws on unknown names
 
 struct LrSchedule {
-  double lr0 = 0.01;        // at the reference global batch
-  int64_t base_batch = 1;   // B0: the initial global batch
+  double lr0 = 0.01;       // at the reference global batch
+  int64_t base_batch = 1;  // B0: the initial global batch
   LrScaling scaling = LrScaling::kLinear;
   int64_t warmup_steps = 0;
 

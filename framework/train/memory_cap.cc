@@ -6,9 +6,9 @@
 #include <c10/util/Exception.h>
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
-#include <cstring>
 
 namespace dynamix {
 namespace {
@@ -28,8 +28,9 @@ class CappedCpuAllocator final : public c10::Allocator {
     const size_t before = in_use_.fetch_add(n);
     if (before + n > cap_.load()) {
       in_use_.fetch_sub(n);
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "out of memory: tried to allocate ", n, " bytes with ", before,
-                       " of ", cap_.load(), " bytes in use (emulated device memory, hetero.memory_mb)");
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "out of memory: tried to allocate ", n, " bytes with ",
+                       before, " of ", cap_.load(),
+                       " bytes in use (emulated device memory, hetero.memory_mb)");
     }
     void* data = nullptr;
     try {

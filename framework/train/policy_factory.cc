@@ -17,7 +17,8 @@ std::unique_ptr<BatchPolicy> make_policy(const Config& config, const BatchBounds
     if (config.policy.checkpoint.empty()) {
       o.archive = default_policy_archive();
       o.archive_name = kDefaultPolicyName;
-      DYNAMIX_CHECK(!o.archive.empty(), std::string("policy.checkpoint: this build has no ") + kDefaultPolicyName +
+      DYNAMIX_CHECK(!o.archive.empty(), std::string("policy.checkpoint: this build has no ") +
+                                            kDefaultPolicyName +
                                             "; give a policy file or 'none' (learn from scratch)");
     } else if (config.policy.checkpoint != "none") {
       o.checkpoint = config.policy.checkpoint;

@@ -12,6 +12,7 @@ namespace dynamix {
 
 // `log` receives the dynamix policy's start-up lines and PPO updates (nullptr: silent).
 std::unique_ptr<BatchPolicy> make_policy(const Config& config, const BatchBounds& bounds,
-                                         const std::vector<int32_t>& initial_plan, std::ostream* log = &std::cout);
+                                         const std::vector<int32_t>& initial_plan,
+                                         std::ostream* log = &std::cout);
 
 }  // namespace dynamix

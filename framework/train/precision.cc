@@ -59,8 +59,10 @@ void set_autocast_dtype(torch::DeviceType d, at::ScalarType t) {
 
 AutocastScope::AutocastScope(const std::string& precision, torch::DeviceType device) : device_(device) {
   if (precision == "fp32") return;
-  DYNAMIX_CHECK(precision == "bf16" || precision == "fp16", "train.precision: unknown precision '" + precision + "'");
-  DYNAMIX_CHECK(precision == "bf16" || device == torch::kCUDA, "train.precision: fp16 autocast needs a CUDA device");
+  DYNAMIX_CHECK(precision == "bf16" || precision == "fp16",
+                "train.precision: unknown precision '" + precision + "'");
+  DYNAMIX_CHECK(precision == "bf16" || device == torch::kCUDA,
+                "train.precision: fp16 autocast needs a CUDA device");
   previous_enabled_ = autocast_enabled(device_);
   previous_dtype_ = autocast_dtype(device_);
   set_autocast_dtype(device_, precision == "fp16" ? at::kHalf : at::kBFloat16);

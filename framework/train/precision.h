@@ -14,7 +14,8 @@
 namespace dynamix {
 
 // While alive, eligible ops (matmuls, convolutions) on `device`'s type run in `precision`
-// ("bf16", or "fp16" on CUDA); "fp32" does nothing. Restores the previous autocast state and clears its cast cache.
+// ("bf16", or "fp16" on CUDA); "fp32" does nothing. Restores the previous autocast state and clears its cast
+// cache.
 class AutocastScope {
  public:
   AutocastScope(const std::string& precision, torch::DeviceType device);

@@ -18,9 +18,11 @@ RunOutputs::RunOutputs(const std::string& dir, bool resume, int64_t resume_step)
   if (ec) throw Error("output.dir '" + dir_ + "': cannot create: " + ec.message());
   // A run that was killed while writing a checkpoint leaves its temporary file (the checkpoint
   // itself is only ever replaced by a rename): remove such leftovers.
-  const std::string stale_prefix = std::filesystem::path(checkpoint_path_in(dir_)).filename().string() + ".tmp.";
+  const std::string stale_prefix =
+      std::filesystem::path(checkpoint_path_in(dir_)).filename().string() + ".tmp.";
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
-    if (entry.path().filename().string().rfind(stale_prefix, 0) == 0) std::filesystem::remove(entry.path(), ec);
+    if (entry.path().filename().string().rfind(stale_prefix, 0) == 0)
+      std::filesystem::remove(entry.path(), ec);
   }
   open(metrics_, "metrics.jsonl", resume, resume_step);
   open(eval_, "eval.jsonl", resume, resume_step);

@@ -4,9 +4,8 @@
 
 #include <cstdint>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace dynamix {
 

@@ -11,9 +11,9 @@ namespace dynamix {
 
 struct StepAssignment {
   int64_t epoch = 0;
-  int64_t start = 0;                // position of the step's first index in the permutation
-  std::vector<int32_t> counts;      // samples per rank this step (may be below plan at a tail)
-  std::vector<int64_t> offsets;     // start of each rank's slice, relative to `start`
+  int64_t start = 0;             // position of the step's first index in the permutation
+  std::vector<int32_t> counts;   // samples per rank this step (may be below plan at a tail)
+  std::vector<int64_t> offsets;  // start of each rank's slice, relative to `start`
   int64_t total() const;
 };
 

@@ -16,10 +16,10 @@ struct LocalStep {
   double compute_s = 0;    // forward+backward (+ emulated slowdown)
   double allreduce_s = 0;  // wall time in the gradient allreduce (wait + transfer)
   double optimizer_s = 0;
-  double loss_sum = 0;     // mean loss x samples
+  double loss_sum = 0;  // mean loss x samples
   double samples = 0;
   double local_sq_norm = 0;
-  double stop = 0;         // 1 if this rank received a stop signal
+  double stop = 0;  // 1 if this rank received a stop signal
 };
 
 constexpr int kStepFields = 8;

@@ -1,14 +1,14 @@
 // DYNAMIX — the data-parallel trainer.
 #include "framework/train/trainer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "framework/core/error.h"
 #include "framework/core/mpi_runtime.h"
@@ -17,15 +17,17 @@
 #include "framework/train/memory_cap.h"
 #include "framework/train/policy_factory.h"
 #include "framework/train/precision.h"
-#include "models/registry.h"
 #include "framework/train/signals.h"
+#include "models/registry.h"
 
 namespace dynamix {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 DatasetSpec dataset_spec(const DatasetConfig& d) {
   DatasetSpec s;
@@ -54,14 +56,16 @@ torch::Tensor loss_of(const torch::Tensor& logits, const torch::Tensor& targets)
 }  // namespace
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& t,
-                                                       const std::vector<torch::Tensor>& params) {
+                                                        const std::vector<torch::Tensor>& params) {
   if (t.optimizer == "sgd") {
-    return std::make_unique<torch::optim::SGD>(
-        params,
-        torch::optim::SGDOptions(t.lr).momentum(t.momentum).nesterov(t.nesterov).weight_decay(t.weight_decay));
+    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(t.lr)
+                                                           .momentum(t.momentum)
+                                                           .nesterov(t.nesterov)
+                                                           .weight_decay(t.weight_decay));
   }
   if (t.optimizer == "adamw") {
-    return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
+    return std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
   }
   throw Error("train.optimizer: unknown optimizer '" + t.optimizer + "'");
 }
@@ -127,14 +131,16 @@ void Trainer::setup() {
     o.hlc_max_bytes_fraction = config_.comm.hlc_max_bytes_fraction;
     codec = make_codec(config_.comm.compression, o);
   }
-  buckets_ = std::make_unique<GradBuckets>(model_->parameters(), config_.comm.bucket_mb, comm_, std::move(codec));
+  buckets_ =
+      std::make_unique<GradBuckets>(model_->parameters(), config_.comm.bucket_mb, comm_, std::move(codec));
   sampler_ = std::make_unique<VariableBatchSampler>(data_.train->size(), t.seed);
   std::function<Batch(Batch)> upload;
   if (device_.is_cuda()) {
     uploader_ = std::make_unique<BatchUploader>(device_);
     upload = [uploader = uploader_.get()](Batch b) { return uploader->upload(std::move(b)); };
   }
-  prefetcher_ = std::make_unique<BatchPrefetcher>(data_.train, /*pin_memory=*/device_.is_cuda(), std::move(upload));
+  prefetcher_ =
+      std::make_unique<BatchPrefetcher>(data_.train, /*pin_memory=*/device_.is_cuda(), std::move(upload));
   hetero_ = std::make_unique<HeteroEmulator>(config_.hetero, rank_, world_);
   if (config_.comm.overlap && world_ > 1) {
     if (mpi_allows_comm_thread()) {
@@ -172,8 +178,7 @@ void Trainer::setup() {
   progress_.model = config_.model;
   progress_.optimizer = t.optimizer;
   progress_.policy = config_.policy.name;
-  const double steps_per_epoch =
-      static_cast<double>(data_.train->size()) / std::max(1, bounds_.global_batch);
+  const double steps_per_epoch = static_cast<double>(data_.train->size()) / std::max(1, bounds_.global_batch);
   total_steps_hint_ = static_cast<int64_t>(std::ceil(steps_per_epoch * t.epochs));
   if (t.max_steps > 0) total_steps_hint_ = std::min(total_steps_hint_, t.max_steps);
 }
@@ -268,8 +273,9 @@ uint64_t Trainer::data_seed(int64_t epoch) const {
 }
 
 void Trainer::set_plan(const std::vector<int32_t>& plan) {
-  DYNAMIX_CHECK(static_cast<int>(plan.size()) == world_, "batch plan has " + std::to_string(plan.size()) +
-                                                             " entries for " + std::to_string(world_) + " ranks");
+  DYNAMIX_CHECK(
+      static_cast<int>(plan.size()) == world_,
+      "batch plan has " + std::to_string(plan.size()) + " entries for " + std::to_string(world_) + " ranks");
   cancel_prefetch();
   plan_ = plan;
   progress_.plan = plan;
@@ -437,7 +443,8 @@ bool Trainer::step() {
   if (rank_ == 0 && world_ > 1 && last_applied_) {
     std::vector<double> sq;
     for (const auto& l : ex.ranks) sq.push_back(l.local_sq_norm);
-    noise_.add(last_assignment_.counts, sq, static_cast<double>(last_assignment_.total()), last_global_sq_norm_);
+    noise_.add(last_assignment_.counts, sq, static_cast<double>(last_assignment_.total()),
+               last_global_sq_norm_);
   }
   window_losses_.push_back(ex.loss);
   recent_losses_.push_back(ex.loss);

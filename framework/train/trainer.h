@@ -33,7 +33,7 @@ namespace dynamix {
 
 // The configured optimizer (train.optimizer: sgd | adamw) over `params`.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& train,
-                                                       const std::vector<torch::Tensor>& params);
+                                                        const std::vector<torch::Tensor>& params);
 
 struct TrainOptions {
   bool resume = false;     // continue from output.dir's checkpoint
@@ -41,7 +41,7 @@ struct TrainOptions {
   bool float64 = false;    // train in double precision (exactness tests)
   bool quiet = false;      // no progress lines
   bool write_outputs = true;
-  int local_rank = 0;      // this rank's place among its node's ranks (device = local_rank % GPUs)
+  int local_rank = 0;  // this rank's place among its node's ranks (device = local_rank % GPUs)
 };
 
 class Trainer {
@@ -88,7 +88,8 @@ class Trainer {
   // All ranks learn which ranks ran out of memory in this step (batch size per rank, 0 = fine);
   // empty when none did. One 8-byte allreduce in the common case.
   std::vector<int32_t> agree_on_memory(bool out_of_memory, int32_t batch);
-  void recover_from_oom(const std::vector<int32_t>& ooms, const std::string& what, int64_t epoch, int64_t cursor);
+  void recover_from_oom(const std::vector<int32_t>& ooms, const std::string& what, int64_t epoch,
+                        int64_t cursor);
   // Loads the batch of the step after the one in progress (which completes `completed` steps) in
   // the background, when that step's plan is already known.
   void prefetch_next(int64_t completed);
@@ -122,7 +123,7 @@ class Trainer {
   std::unique_ptr<BatchPrefetcher> prefetcher_;
   StepAssignment next_assignment_;  // the prefetched step, valid when has_next_
   bool has_next_ = false;
-  bool next_empty_ = false;         // the prefetched step gives this rank no samples
+  bool next_empty_ = false;  // the prefetched step gives this rank no samples
   std::unique_ptr<HeteroEmulator> hetero_;
   std::unique_ptr<BatchPolicy> policy_;  // rank 0 only
   std::unique_ptr<RunOutputs> outputs_;  // rank 0 only
@@ -144,8 +145,8 @@ class Trainer {
   double last_global_sq_norm_ = 0;
   int32_t window_oom_events_ = 0;            // this rank's, for its NodeRecord
   std::vector<nlohmann::json> pending_oom_;  // rank 0: events for the next decisions.jsonl line
-  ReduceResult last_reduce_;  // this rank's last gradient reduction (bytes, codec statistics)
-  bool stop_agreed_ = false;  // some rank received a stop signal (agreed in the step exchange)
+  ReduceResult last_reduce_;                 // this rank's last gradient reduction (bytes, codec statistics)
+  bool stop_agreed_ = false;                 // some rank received a stop signal (agreed in the step exchange)
   int64_t last_eval_step_ = -1;
   int64_t total_steps_hint_ = 0;
   std::chrono::steady_clock::time_point start_;

@@ -1,4 +1,5 @@
-// DYNAMIX — the trainer's outer loop: decision windows, out-of-memory recovery, evaluation, checkpoints, summary.
+// DYNAMIX — the trainer's outer loop: decision windows, out-of-memory recovery, evaluation, checkpoints,
+// summary.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -37,8 +38,8 @@ bool valid_plan(const std::vector<int32_t>& plan, const BatchBounds& b, size_t w
   }
   for (size_t i = 0; i < plan.size(); ++i) {
     if (plan[i] < std::max(1, b.min) || plan[i] > b.max[i]) {
-      *why = "b_" + std::to_string(i) + " = " + std::to_string(plan[i]) + " outside [" + std::to_string(b.min) +
-             ", " + std::to_string(b.max[i]) + "]";
+      *why = "b_" + std::to_string(i) + " = " + std::to_string(plan[i]) + " outside [" +
+             std::to_string(b.min) + ", " + std::to_string(b.max[i]) + "]";
       return false;
     }
   }
@@ -101,7 +102,8 @@ void Trainer::maybe_evaluate(bool force) {
   const auto& target = config_.train.target_accuracy;
   if (target && progress_.time_to_target_s < 0 && acc >= *target) progress_.time_to_target_s = now;
   if (outputs_) {
-    outputs_->eval({{"step", progress_.step}, {"wall_time", now}, {"test_loss", loss}, {"test_accuracy", acc}});
+    outputs_->eval(
+        {{"step", progress_.step}, {"wall_time", now}, {"test_loss", loss}, {"test_accuracy", acc}});
   }
   const double thr = now > 0 ? progress_.samples_seen / now : 0.0;
   // Train loss: the mean (over ranks, then over the last kRecentLosses steps this process ran;
@@ -124,7 +126,8 @@ void Trainer::decide_window() {
   window_oom_events_ = 0;
   const auto sample_start = std::chrono::steady_clock::now();
   const MonitorSample m = monitor_ ? monitor_->sample() : MonitorSample{};
-  const double monitor_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sample_start).count();
+  const double monitor_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sample_start).count();
   mine.cpu_util_process = m.cpu_util_process;
   mine.cpu_util_machine = m.cpu_util_machine;
   mine.mem_rss_bytes = m.mem_rss_bytes;
@@ -142,9 +145,10 @@ void Trainer::decide_window() {
   std::vector<NodeRecord> nodes(rank_ == 0 ? static_cast<size_t>(world_) : 0);
   comm_.gather(&mine, sizeof(NodeRecord), rank_ == 0 ? nodes.data() : nullptr, 0);
 
-  const double loss = window_losses_.empty()
-                          ? 0.0
-                          : std::accumulate(window_losses_.begin(), window_losses_.end(), 0.0) / window_losses_.size();
+  const double loss =
+      window_losses_.empty()
+          ? 0.0
+          : std::accumulate(window_losses_.begin(), window_losses_.end(), 0.0) / window_losses_.size();
   std::vector<int32_t> next = plan_;
   if (rank_ == 0) {
     ClusterState state;
@@ -154,11 +158,13 @@ void Trainer::decide_window() {
     auto& g = state.global;
     g.step = progress_.step;
     g.epoch = fractional_epoch();
-    g.progress = std::min(1.0, std::max(g.epoch / config_.train.epochs,
-                                        total_steps_hint_ > 0 ? double(progress_.step) / total_steps_hint_ : 0.0));
+    g.progress =
+        std::min(1.0, std::max(g.epoch / config_.train.epochs,
+                               total_steps_hint_ > 0 ? double(progress_.step) / total_steps_hint_ : 0.0));
     g.global_batch = std::accumulate(plan_.begin(), plan_.end(), 0);
     g.loss = loss;
-    g.loss_trend = progress_.last_window_loss > 0 ? (loss - progress_.last_window_loss) / progress_.last_window_loss : 0;
+    g.loss_trend =
+        progress_.last_window_loss > 0 ? (loss - progress_.last_window_loss) / progress_.last_window_loss : 0;
     g.grad_sq_norm = last_global_sq_norm_;
     const double mean_norm = std::accumulate(window_grad_norms_.begin(), window_grad_norms_.end(), 0.0) /
                              std::max<size_t>(1, window_grad_norms_.size());
@@ -196,21 +202,29 @@ void Trainer::decide_window() {
     }
     if (!note.empty()) log("decision " + std::to_string(progress_.windows) + ": " + note);
     if (outputs_) {
-      nlohmann::json line = {{"window", progress_.windows},
-                             {"step", progress_.step},
-                             {"policy", policy_->name()},
-                             {"actions", plan.actions},
-                             {"plan", next},
-                             {"reward", plan.has_reward ? nlohmann::json(plan.reward) : nlohmann::json(nullptr)}};
+      nlohmann::json line = {
+          {"window", progress_.windows},
+          {"step", progress_.step},
+          {"policy", policy_->name()},
+          {"actions", plan.actions},
+          {"plan", next},
+          {"reward", plan.has_reward ? nlohmann::json(plan.reward) : nlohmann::json(nullptr)}};
       if (!plan.note.empty() || !note.empty()) line["note"] = note.empty() ? plan.note : note;
       nlohmann::json recs = nlohmann::json::array();
       for (const auto& r : state.nodes) {
-        recs.push_back({{"rank", r.rank}, {"batch", r.batch_size}, {"compute_s", r.compute_s},
-                        {"comm_s", r.comm_s}, {"wait_s", r.wait_s}, {"data_s", r.data_s},
-                        {"samples_per_s", r.samples_per_s}, {"cpu_util", r.cpu_util_process},
-                        {"rss_bytes", r.mem_rss_bytes}, {"net_tx_bytes_per_s", r.net_tx_bytes_per_s},
+        recs.push_back({{"rank", r.rank},
+                        {"batch", r.batch_size},
+                        {"compute_s", r.compute_s},
+                        {"comm_s", r.comm_s},
+                        {"wait_s", r.wait_s},
+                        {"data_s", r.data_s},
+                        {"samples_per_s", r.samples_per_s},
+                        {"cpu_util", r.cpu_util_process},
+                        {"rss_bytes", r.mem_rss_bytes},
+                        {"net_tx_bytes_per_s", r.net_tx_bytes_per_s},
                         {"net_rx_bytes_per_s", r.net_rx_bytes_per_s},
-                        {"net_retransmits_per_s", r.net_retransmits_per_s}, {"net_srtt_us", r.net_srtt_us}});
+                        {"net_retransmits_per_s", r.net_retransmits_per_s},
+                        {"net_srtt_us", r.net_srtt_us}});
       }
       line["nodes"] = recs;
       if (!pending_oom_.empty()) {
@@ -275,8 +289,8 @@ void Trainer::recover_from_oom(const std::vector<int32_t>& ooms, const std::stri
   progress_.cursor = cursor;
   set_plan(fixed.batch_sizes);
   sampler_->set_position(epoch, cursor);
-  log("step " + std::to_string(progress_.step + 1) + ": out of memory on rank " + who + "; step redone with plan [" +
-      join(plan_) + "]" + (fixed.note.empty() ? "" : " (" + fixed.note + ")"));
+  log("step " + std::to_string(progress_.step + 1) + ": out of memory on rank " + who +
+      "; step redone with plan [" + join(plan_) + "]" + (fixed.note.empty() ? "" : " (" + fixed.note + ")"));
 }
 
 void Trainer::save_checkpoint() {
@@ -289,7 +303,8 @@ void Trainer::save_checkpoint() {
   comm_.gather(mine.data(), mine.size(), rank_ == 0 ? all.data() : nullptr, 0);
   if (rank_ != 0 || !outputs_) return;
   progress_.rng_states.clear();
-  for (int r = 0; r < world_; ++r) progress_.rng_states.push_back(all.substr(static_cast<size_t>(r * len), len));
+  for (int r = 0; r < world_; ++r)
+    progress_.rng_states.push_back(all.substr(static_cast<size_t>(r * len), len));
   progress_.elapsed_s = elapsed();
   progress_.plan = plan_;
   progress_.batch_max = bounds_.max;
@@ -302,10 +317,11 @@ void Trainer::save_checkpoint() {
 
 bool Trainer::run() {
   install_stop_signal_handlers();
-  log("dynamix: " + std::to_string(world_) + " ranks, backend " + comm_.backend() + ", model " + config_.model +
-      ", dataset " + config_.dataset.name + " (" + std::to_string(data_.train->size()) + " train / " +
-      std::to_string(data_.test->size()) + " test), policy " + config_.policy.name + ", plan [" + join(plan_) +
-      "], monitor " + monitor_source() + ", " + std::to_string(buckets_->num_buckets()) + " gradient bucket(s) of " +
+  log("dynamix: " + std::to_string(world_) + " ranks, backend " + comm_.backend() + ", model " +
+      config_.model + ", dataset " + config_.dataset.name + " (" + std::to_string(data_.train->size()) +
+      " train / " + std::to_string(data_.test->size()) + " test), policy " + config_.policy.name +
+      ", plan [" + join(plan_) + "], monitor " + monitor_source() + ", " +
+      std::to_string(buckets_->num_buckets()) + " gradient bucket(s) of " +
       fmt("%.1f", buckets_->total_bytes() / 1048576.0) + " MB in all");
   const int64_t window = config_.policy.window;
   const int64_t ckpt_every = config_.output.checkpoint_every;
@@ -333,15 +349,17 @@ bool Trainer::run() {
 
 std::string Trainer::run_summary_line() const {
   const double t = elapsed();
-  std::string s = "result: " + std::to_string(world_) + " ranks, policy " + config_.policy.name + ", " +
-                  std::to_string(progress_.step) + " steps, " + fmt("%.2f", fractional_epoch()) +
-                  " epochs in " + fmt("%.1f", t) + " s, final test accuracy " +
-                  fmt("%.4f", progress_.last_test_accuracy) + " (best " + fmt("%.4f", progress_.best_test_accuracy) +
-                  "), " + fmt("%.0f", t > 0 ? progress_.samples_seen / t : 0) + " samples/s, wait " +
-                  fmt("%.1f", 100.0 * progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)) + "%";
+  std::string s =
+      "result: " + std::to_string(world_) + " ranks, policy " + config_.policy.name + ", " +
+      std::to_string(progress_.step) + " steps, " + fmt("%.2f", fractional_epoch()) + " epochs in " +
+      fmt("%.1f", t) + " s, final test accuracy " + fmt("%.4f", progress_.last_test_accuracy) + " (best " +
+      fmt("%.4f", progress_.best_test_accuracy) + "), " +
+      fmt("%.0f", t > 0 ? progress_.samples_seen / t : 0) + " samples/s, wait " +
+      fmt("%.1f", 100.0 * progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)) + "%";
   if (config_.train.target_accuracy) {
     s += progress_.time_to_target_s >= 0
-             ? ", time to " + fmt("%.2f", *config_.train.target_accuracy) + ": " + fmt("%.1f", progress_.time_to_target_s) + " s"
+             ? ", time to " + fmt("%.2f", *config_.train.target_accuracy) + ": " +
+                   fmt("%.1f", progress_.time_to_target_s) + " s"
              : ", target " + fmt("%.2f", *config_.train.target_accuracy) + " not reached";
   }
   return s;

@@ -252,9 +252,10 @@ TEST(DynamixPolicy, AWindowWithAnOutOfMemoryRankIsPenalized) {
   s.nodes[1].oom_events = 1;
   BatchPlan oom = policy.decide(s);
   EXPECT_EQ(policy.last_reward().oom, 1.0);
-  EXPECT_NEAR(oom.reward, policy.last_reward().efficiency - o.ppo.reward.churn * policy.last_reward().churn -
-                              o.ppo.reward.oom,
-              1e-9);
+  EXPECT_NEAR(
+      oom.reward,
+      policy.last_reward().efficiency - o.ppo.reward.churn * policy.last_reward().churn - o.ppo.reward.oom,
+      1e-9);
   EXPECT_LT(oom.reward, clean.reward - 1.0);
 }
 

@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <iostream>
 #include <numeric>
 #include <random>
 #include <set>
-#include <cstdio>
-#include <iostream>
 #include <sstream>
 
 #include "agent/ppo/default_policy.h"
@@ -103,7 +103,8 @@ TEST(PpoSim, LearnsToBalanceFourNodesFromAHoldingStart) {
 // Every time field times k and every rate over k (a cluster k times slower), or bytes times k.
 ClusterState scaled(ClusterState s, double time_k, double bytes_k) {
   for (NodeRecord& r : s.nodes) {
-    for (double* t : {&r.compute_s, &r.comm_s, &r.wait_s, &r.data_s, &r.optimizer_s, &r.net_srtt_us}) *t *= time_k;
+    for (double* t : {&r.compute_s, &r.comm_s, &r.wait_s, &r.data_s, &r.optimizer_s, &r.net_srtt_us})
+      *t *= time_k;
     r.samples_per_s /= time_k;
     r.net_retransmits_per_s /= time_k;
     r.net_tx_bytes_per_s *= bytes_k / time_k;
@@ -137,7 +138,8 @@ TEST(ShippedPolicy, PlansIgnoreUnitsAndFollowRankOrder) {
     EXPECT_EQ(slow.decide(scaled(s, 1000, 1)).batch_sizes, p.batch_sizes) << "window " << w;
     EXPECT_EQ(big.decide(scaled(s, 1, 1000)).batch_sizes, p.batch_sizes) << "window " << w;
     const BatchPlan q = perm.decide(permuted(s, order));
-    for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(q.batch_sizes[i], p.batch_sizes[order[i]]) << "window " << w;
+    for (size_t i = 0; i < order.size(); ++i)
+      EXPECT_EQ(q.batch_sizes[i], p.batch_sizes[order[i]]) << "window " << w;
     s = sim.step_window(p);
   }
 }
@@ -164,7 +166,8 @@ TEST(ShippedPolicy, ReachesTheBalancedPlanWithinAFewWindowsFromAnyStart) {
   for (int trial = 0; trial < 12; ++trial) {
     const bool large = trial % 3 == 2;
     std::vector<double> speeds;
-    for (int i = 0; i < (large ? 32 : 4); ++i) speeds.push_back(std::pow(16.0, -std::uniform_real_distribution<double>(0, 1)(rng)));
+    for (int i = 0; i < (large ? 32 : 4); ++i)
+      speeds.push_back(std::pow(16.0, -std::uniform_real_distribution<double>(0, 1)(rng)));
     std::vector<int32_t> init;
     for (size_t i = 0; i < speeds.size(); ++i) init.push_back(start(rng));
     const int32_t global = std::accumulate(init.begin(), init.end(), 0);

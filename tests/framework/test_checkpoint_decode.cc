@@ -92,13 +92,14 @@ TEST(CheckpointDecode, LossScaleStateRoundTripsAndIsChecked) {
   // IntegerFieldsMustBeIntegers); present, they must make sense.
   torch::nn::Linear model(3, 2);
   auto error_for = [&](const std::string& scale, const std::string& good) {
-    return decode_error(payload_with_meta(
-                            R"({"step": 5, "epoch": 0, "cursor": 0, "plan": [4], "world_size": 1, "elapsed_s": 0,
+    return decode_error(
+        payload_with_meta(
+            R"({"step": 5, "epoch": 0, "cursor": 0, "plan": [4], "world_size": 1, "elapsed_s": 0,
          "samples_seen": 0, "wait_fraction_sum": 0, "last_test_accuracy": -1, "best_test_accuracy": -1,
          "time_to_target_s": -1, "windows": 0, "last_window_loss": 0, "oom_events": 0, "batch_max": [],
          "model": "linear", "optimizer": "sgd", "policy": "static", "loss_scale": )" +
-                            scale + R"(, "loss_scale_good_steps": )" + good + R"(, "skipped_steps": 0})"),
-                        model);
+            scale + R"(, "loss_scale_good_steps": )" + good + R"(, "skipped_steps": 0})"),
+        model);
   };
   EXPECT_EQ(error_for("65536", "2"), "<no error>");
   EXPECT_EQ(error_for("0", "0"), "<no error>");

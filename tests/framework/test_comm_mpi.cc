@@ -82,4 +82,3 @@ TEST(MpiCommunicator, BroadcastGatherAllgather) {
 
 }  // namespace
 }  // namespace dynamix
-

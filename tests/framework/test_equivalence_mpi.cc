@@ -133,7 +133,8 @@ TEST(Bf16Autocast, TrainsWithIdenticalFloat32Replicas) {
   TrainOptions opts;
   opts.write_outputs = false;
   opts.quiet = true;
-  Trainer trainer(parse_config(kConfig, "test", {"train.precision=bf16", "batch.init=[16, 16, 16, 16]"}), comm, opts);
+  Trainer trainer(parse_config(kConfig, "test", {"train.precision=bf16", "batch.init=[16, 16, 16, 16]"}),
+                  comm, opts);
   trainer.setup();
   trainer.prepare();
   for (int i = 0; i < 8; ++i) ASSERT_TRUE(trainer.step());
@@ -159,7 +160,8 @@ TEST(Fp16AutocastOnCuda, LossScalingTrainsIdenticalFloat32Replicas) {
                   comm, opts);
   trainer.setup();
   trainer.prepare();
-  ASSERT_TRUE(trainer.loss_scaler().enabled()) << "fp16 turns dynamic loss scaling on (train.loss_scale: auto)";
+  ASSERT_TRUE(trainer.loss_scaler().enabled())
+      << "fp16 turns dynamic loss scaling on (train.loss_scale: auto)";
   for (int i = 0; i < 8; ++i) ASSERT_TRUE(trainer.step());
   EXPECT_LT(trainer.loss_scaler().skipped_steps(), 8);
   for (auto& p : trainer.model().parameters()) {

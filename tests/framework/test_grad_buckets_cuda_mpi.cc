@@ -23,9 +23,9 @@ std::string why_no_cuda() {
   return at::hasCUDA() ? "no CUDA device visible to LibTorch" : "this LibTorch is built without CUDA";
 }
 
-#define SKIP_WITHOUT_CUDA()                                                 \
-  do {                                                                      \
-    const std::string why = why_no_cuda();                                  \
+#define SKIP_WITHOUT_CUDA()                                                    \
+  do {                                                                         \
+    const std::string why = why_no_cuda();                                     \
     if (!why.empty()) GTEST_SKIP() << "CUDA bucket tests need a GPU: " << why; \
   } while (0)
 
@@ -39,7 +39,10 @@ struct Net {
     torch::manual_seed(seed);
     const auto on = torch::TensorOptions().device(device);
     w_last = torch::randn({4, 6 * 4 * 4}).to(on.device()).requires_grad_();
-    conv = torch::randn({6, 3, 3, 3}).to(on.device()).contiguous(torch::MemoryFormat::ChannelsLast).requires_grad_();
+    conv = torch::randn({6, 3, 3, 3})
+               .to(on.device())
+               .contiguous(torch::MemoryFormat::ChannelsLast)
+               .requires_grad_();
     w_first = torch::randn({3 * 4 * 4, 3 * 4 * 4}).to(on.device()).requires_grad_();
     unused = torch::randn({5}).to(on.device()).requires_grad_();
   }
@@ -142,7 +145,8 @@ TEST(GradBucketsCuda, AfterBackwardInPlaceWithNccl) {
   MpiCommunicator self(MPI_COMM_SELF);
   const torch::Device gpu(torch::kCUDA, 0);
   Net cpu(9, torch::kCPU), cuda(9, gpu);
-  GradBuckets cpu_buckets(cpu.params(), kSmallBuckets, self), cuda_buckets(cuda.params(), kSmallBuckets, nccl);
+  GradBuckets cpu_buckets(cpu.params(), kSmallBuckets, self),
+      cuda_buckets(cuda.params(), kSmallBuckets, nccl);
   cpu.loss(batch(0, 0)).backward();
   copy_grads(cpu, cuda);
   const ReduceResult c = cpu_buckets.reduce(0.25);

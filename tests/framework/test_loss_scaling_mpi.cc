@@ -100,8 +100,8 @@ void power_of_two_scaling_is_exact(Communicator& comm) {
   torch::set_num_threads(1);
   auto plain = make_trainer(comm, {"train.loss_scale=none"});
   for (int i = 0; i < 6; ++i) ASSERT_TRUE(plain->step());
-  auto scaled = make_trainer(comm, {"train.loss_scale=dynamic", "train.loss_scale_init=1024",
-                                    "train.loss_scale_growth_interval=2"});
+  auto scaled = make_trainer(
+      comm, {"train.loss_scale=dynamic", "train.loss_scale_init=1024", "train.loss_scale_growth_interval=2"});
   ASSERT_TRUE(scaled->loss_scaler().enabled());
   for (int i = 0; i < 6; ++i) {
     ASSERT_TRUE(scaled->step());

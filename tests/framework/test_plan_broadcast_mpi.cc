@@ -46,10 +46,11 @@ TEST(PlanBroadcast, EpochTailCanLeaveRanksWithoutSamples) {
   TrainOptions opts;
   opts.write_outputs = false;
   opts.quiet = true;
-  Trainer trainer(parse_config(kConfig, "test",
-                               {"dataset.train_size=100", "batch.init=[1,2,3,90]", "batch.min=1",
-                                "batch.max=128", "policy.name=static", "policy.window=50", "hetero.slowdown=[1.0]"}),
-                  comm, opts);
+  Trainer trainer(
+      parse_config(kConfig, "test",
+                   {"dataset.train_size=100", "batch.init=[1,2,3,90]", "batch.min=1", "batch.max=128",
+                    "policy.name=static", "policy.window=50", "hetero.slowdown=[1.0]"}),
+      comm, opts);
   trainer.setup();
   trainer.prepare();
   trainer.step();  // 96 of 100; the next step (the tail of 4) is prefetched

@@ -100,7 +100,8 @@ TEST(Sampler, ResumedWithAnotherWorldSizeFinishesTheEpochWithoutRepeatsOrGaps) {
         for (int64_t i : after.indices(step, r)) ++seen[i];
       }
     }
-    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "index " << i << ", resumed on " << resumed_world;
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(seen[i], 1) << "index " << i << ", resumed on " << resumed_world;
   }
 }
 

@@ -7,7 +7,7 @@ namespace dynamix {
 namespace {
 
 TEST(StepExchange, WaitIsTheSlowestReadyTimeMinusOwn) {
-  LocalStep a{0.01, 0.10, 0.35, 0.0, 2.0, 4.0, 1.0, 0.0};  // ready at 0.11, waited in allreduce
+  LocalStep a{0.01, 0.10, 0.35, 0.0, 2.0, 4.0, 1.0, 0.0};   // ready at 0.11, waited in allreduce
   LocalStep b{0.02, 0.40, 0.06, 0.0, 6.0, 12.0, 2.0, 1.0};  // the straggler, ready at 0.42
   auto buf = StepExchange::pack(a, 0, 2);
   const auto other = StepExchange::pack(b, 1, 2);

@@ -69,7 +69,7 @@ TEST(Watchdog, NamesTheRankThatDoesNotJoinACollective) {
   comm.barrier();  // collective #1 for everyone
   const auto t0 = std::chrono::steady_clock::now();
   if (mpi.rank() == 2) std::this_thread::sleep_for(std::chrono::seconds(5));  // stuck outside
-  comm.barrier();  // #2: ranks 0 and 1 wait here
+  comm.barrier();                                                             // #2: ranks 0 and 1 wait here
   // Every rank, including the late one, has heard the verdict by the time the barrier completes.
   while (d.calls.load() == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

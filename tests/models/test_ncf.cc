@@ -74,7 +74,8 @@ TEST(Ncf, LearnsTheHiddenTastesAboveChance) {
   std::iota(idx.begin(), idx.end(), 0);
   const Batch b = test.get(idx, 0);
   torch::NoGradGuard no_grad;
-  const double acc = model->forward(b.inputs).argmax(1).eq(b.targets).to(torch::kFloat64).mean().item<double>();
+  const double acc =
+      model->forward(b.inputs).argmax(1).eq(b.targets).to(torch::kFloat64).mean().item<double>();
   EXPECT_GT(acc, 0.75) << "test accuracy " << acc;
 }
 

@@ -29,7 +29,8 @@ TEST(Zoo, EveryNameGivesLogitsOfTheRightShape) {
       ModelSpec spec{{2}, 2, "classify"};
       spec.input_cardinality = {50, 40};
       auto m = make_model(name, spec);
-      auto pairs = torch::stack({torch::randint(0, 50, {5}, torch::kLong), torch::randint(0, 40, {5}, torch::kLong)}, 1);
+      auto pairs = torch::stack(
+          {torch::randint(0, 50, {5}, torch::kLong), torch::randint(0, 40, {5}, torch::kLong)}, 1);
       EXPECT_EQ(m->forward(pairs).sizes(), torch::IntArrayRef({5, 2}));
     } else {
       const int64_t side = starts_with(name, "vgg") ? 32 : 16;  // VGG pools five times
