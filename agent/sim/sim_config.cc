@@ -106,7 +106,21 @@ void set_speeds(SimConfig& c, const std::vector<double>& speeds) {
   }
 }
 
-void parse_profile(const Parser& p, const YAML::Node& n, bool nodes_given, SimConfig& c) {
+// The fitted run's compute noise and communication, where the workload block does not set them:
+// its gradient bytes, no latency, and the bandwidth at which a ring allreduce over the run's ranks
+// takes the exposed communication time the run measured.
+void apply_fitted_workload(const FittedProfile& f, const YAML::Node& given, SimWorkload& w) {
+  const auto set = [&](const char* k) { return given && given.IsMap() && given[k]; };
+  if (!set("noise")) w.noise = f.noise;
+  if (set("grad_bytes") || set("bandwidth_gbps") || set("latency_us") || f.ranks.size() < 2) return;
+  if (f.grad_bytes > 0) w.grad_bytes = f.grad_bytes;
+  const double n = double(f.ranks.size()), ring_bytes = 2 * (n - 1) / n * w.grad_bytes;
+  w.latency_us = 0;
+  w.bandwidth_gbps = ring_bytes * 8 / std::max(f.exposed_comm_s, 1e-6) / 1e9;
+}
+
+void parse_profile(const Parser& p, const YAML::Node& n, const YAML::Node& workload, bool nodes_given,
+                   SimConfig& c) {
   const int32_t given = nodes_given ? c.nodes : 0;
   auto check_size = [&](int64_t size, const std::string& key) {
     if (nodes_given && size != c.nodes) {
@@ -164,16 +178,18 @@ void parse_profile(const Parser& p, const YAML::Node& n, bool nodes_given, SimCo
   } else {
     if (!n["fit"].IsScalar()) p.fail("sim.profile.fit", "expected a path to metrics.jsonl");
     const std::string path = n["fit"].Scalar();
-    const std::vector<FittedRank> fitted = fit_profile_from_metrics(path);
+    const FittedProfile fitted = fit_profile_from_metrics(path);
+    const auto& ranks = fitted.ranks;
     // A run with fewer ranks than sim.nodes is tiled cyclically (fit on 4, simulate 1024).
-    const size_t count = nodes_given ? size_t(c.nodes) : fitted.size();
+    const size_t count = nodes_given ? size_t(c.nodes) : ranks.size();
     c.nodes = int32_t(count);
     c.alpha_s.resize(count);
     c.beta_s.resize(count);
     for (size_t i = 0; i < count; ++i) {
-      c.alpha_s[i] = fitted[i % fitted.size()].alpha_s;
-      c.beta_s[i] = fitted[i % fitted.size()].beta_s;
+      c.alpha_s[i] = ranks[i % ranks.size()].alpha_s;
+      c.beta_s[i] = ranks[i % ranks.size()].beta_s;
     }
+    apply_fitted_workload(fitted, workload, c.workload);
     c.profile = "fit:" + path;
   }
 }
@@ -311,7 +327,7 @@ SimConfig parse_sim_config(const std::string& yaml_text, const std::string& orig
   }
   if (root["workload"]) parse_workload(p, root["workload"], c.workload);
   if (root["profile"]) {
-    parse_profile(p, root["profile"], nodes_given, c);
+    parse_profile(p, root["profile"], root["workload"], nodes_given, c);
   } else {
     set_speeds(c, preset_speeds("uniform", c.nodes));
   }

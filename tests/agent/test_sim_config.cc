@@ -112,7 +112,7 @@ TEST_F(SimFitTest, RecoversAlphaBetaFromMetrics) {
       out << j.dump() << "\n";
     }
   }
-  const std::vector<FittedRank> fit = fit_profile_from_metrics(path);
+  const std::vector<FittedRank> fit = fit_profile_from_metrics(path).ranks;
   ASSERT_EQ(fit.size(), 4u);
   for (size_t r = 0; r < 4; ++r) {
     EXPECT_NEAR(fit[r].alpha_s, alpha[r], 1e-9) << r;
@@ -135,7 +135,7 @@ TEST_F(SimFitTest, OneBatchSizeGivesProportionalModelAndBadFilesAreNamed) {
       out << R"({"batch_sizes": [10, 20], "compute_time": [0.5, 0.4]})"
           << "\n";
   }
-  const auto fit = fit_profile_from_metrics(path);
+  const auto fit = fit_profile_from_metrics(path).ranks;
   EXPECT_EQ(fit[0].distinct_batches, 1);
   EXPECT_DOUBLE_EQ(fit[0].alpha_s, 0);
   EXPECT_NEAR(fit[0].beta_s, 0.05, 1e-12);
@@ -151,6 +151,40 @@ TEST_F(SimFitTest, OneBatchSizeGivesProportionalModelAndBadFilesAreNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(path + ":6"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(SimFitTest, FitsExposedCommunicationAndNoiseUnlessTheWorkloadSetsThem) {
+  // Two ranks; every step costs 0.004 s beyond the slower rank; the gradient is 1e6 bytes.
+  const std::string path = (dir_ / "metrics.jsonl").string();
+  {
+    std::ofstream out(path);
+    for (int step = 0; step < 20; ++step) {
+      const std::vector<int> b = {16 + step, 48 - step};
+      const std::vector<double> t = {0.001 * b[0], 0.002 * b[1]};
+      nlohmann::json j = {{"step", step},
+                          {"batch_sizes", b},
+                          {"compute_time", t},
+                          {"step_time", std::max(t[0], t[1]) + 0.004},
+                          {"comm", {{"bytes", 1e6}}}};
+      out << j.dump() << "\n";
+    }
+  }
+  const FittedProfile fit = fit_profile_from_metrics(path);
+  EXPECT_NEAR(fit.exposed_comm_s, 0.004, 1e-9);
+  EXPECT_DOUBLE_EQ(fit.grad_bytes, 1e6);
+  EXPECT_LT(fit.noise, 1e-9);
+  // The simulator's ring over the fitted 2 ranks moves 1e6 bytes in 0.004 s: 2 Gbit/s, no latency.
+  const SimConfig c = parse_sim_config("profile: {fit: " + path + "}");
+  EXPECT_NEAR(c.workload.bandwidth_gbps, 2.0, 1e-9);
+  EXPECT_DOUBLE_EQ(c.workload.latency_us, 0);
+  EXPECT_DOUBLE_EQ(c.workload.grad_bytes, 1e6);
+  EXPECT_NEAR(c.workload.noise, 0, 1e-9);
+  // What the workload block sets wins over the fit.
+  const SimConfig given =
+      parse_sim_config("{profile: {fit: " + path + "}, workload: {bandwidth_gbps: 7, noise: 0.3}}");
+  EXPECT_DOUBLE_EQ(given.workload.bandwidth_gbps, 7);
+  EXPECT_DOUBLE_EQ(given.workload.noise, 0.3);
+  EXPECT_DOUBLE_EQ(given.workload.grad_bytes, SimWorkload{}.grad_bytes);
 }
 
 }  // namespace
