@@ -8,6 +8,7 @@
 
 #include "agent/plan_projection.h"
 #include "agent/ppo/actor_critic.h"
+#include "agent/ppo/feature_groups.h"
 #include "agent/ppo/moves.h"
 #include "agent/ppo/ppo_learner.h"
 #include "framework/core/error.h"
@@ -129,6 +130,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     models_.observe(s);
     const BalanceView view = balance_view(s, models_, target_batch(s, current));
     EncodedState enc = encode_state(s, models_, view);
+    ablate_features(enc, config_.ablate);
     if (!enc.finite) return fallback(s, current, "dynamix: non-finite state: " + enc.problem);
     const auto rows = static_cast<int64_t>(n);
     if (learn_) {

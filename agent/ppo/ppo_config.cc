@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "agent/ppo/feature_groups.h"
 #include "framework/core/error.h"
 
 namespace dynamix {
@@ -29,6 +30,20 @@ std::string join(const std::vector<T>& values) {
   std::ostringstream os;
   for (size_t i = 0; i < values.size(); ++i) os << (i ? "," : "") << fmt(static_cast<double>(values[i]));
   return os.str();
+}
+
+std::string join_words(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ",") + w;
+  return out;
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(item);
+  return out;
 }
 
 double parse_double(const std::string& key, const std::string& value) {
@@ -97,6 +112,9 @@ const std::map<std::string, Field>& fields() {
       {"prior_logit", scalar(&PpoConfig::prior_logit)},
       {"prior_action", scalar(&PpoConfig::prior_action)},
       {"obs_clip", scalar(&PpoConfig::obs_clip)},
+      {"ablate",
+       {[](const PpoConfig& c) { return join_words(c.ablate); },
+        [](PpoConfig& c, const std::string&, const std::string& v) { c.ablate = split_words(v); }}},
       {"reward.efficiency", reward_scalar(&RewardWeights::efficiency)},
       {"reward.instability", reward_scalar(&RewardWeights::instability)},
       {"reward.churn", reward_scalar(&RewardWeights::churn)},
@@ -118,7 +136,11 @@ const std::map<std::string, Field>& fields() {
 
 std::string to_string(const PpoConfig& config) {
   std::ostringstream os;
-  for (const auto& [key, field] : fields()) os << key << "=" << field.get(config) << "\n";
+  // An empty value (ablate, when nothing is ablated) is left out: files read the same as before.
+  for (const auto& [key, field] : fields()) {
+    const std::string value = field.get(config);
+    if (!value.empty()) os << key << "=" << value << "\n";
+  }
   return os.str();
 }
 
@@ -158,6 +180,7 @@ void validate(const PpoConfig& c) {
   check(std::isfinite(c.prior_logit), "prior_logit", "finite");
   check(c.prior_action >= 0 && c.prior_action < 5, "prior_action", "a move index in [0, 5)");
   check(c.obs_clip > 0, "obs_clip", "> 0");
+  check_feature_groups(c.ablate);
 }
 
 }  // namespace dynamix

@@ -48,6 +48,8 @@ struct PpoConfig {
 
   // Observation normalisation.
   double obs_clip = 5.0;
+  // Feature groups the policy never sees (zeroed; agent/ppo/feature_groups.h), for ablations.
+  std::vector<std::string> ablate;
 
   RewardWeights reward;
   uint64_t seed = 1;

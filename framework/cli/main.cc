@@ -73,6 +73,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   pt->add_option("--output,-o", pre.output, "save the trained policy here")->required();
   pt->add_option("--from", pre.checkpoint, "fine-tune this saved policy");
+  pt->add_option("--ablate", pre.ppo.ablate,
+                 "feature groups the policy never sees: balance, timing, memory, system, network, "
+                 "statistics (comma list; for ablations)")
+      ->delimiter(',');
   pt->add_option("--log-every", pre.log_every, "episodes per progress line")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -431,6 +432,42 @@ void validate_for_world(const Config& config, int world_size) {
                   std::to_string(world_size - 1) + ")");
     }
   }
+}
+
+namespace {
+template <class T>
+void tile_list(const char* key, std::vector<T>& list, int world_size, std::vector<std::string>& notes) {
+  const size_t n = static_cast<size_t>(world_size);
+  if (list.size() <= 1 || list.size() == n) return;
+  std::vector<T> tiled(n);
+  std::ostringstream shown;
+  for (size_t i = 0; i < n; ++i) {
+    tiled[i] = list[i % list.size()];
+    shown << (i ? "," : "") << tiled[i];
+  }
+  notes.push_back(std::string(key) + " has " + std::to_string(list.size()) + " entries for " +
+                  std::to_string(n) + " ranks: rank i takes entry i mod " + std::to_string(list.size()) +
+                  ", now [" + shown.str() + "]");
+  list = std::move(tiled);
+}
+}  // namespace
+
+std::vector<std::string> adapt_to_world(Config& config, int world_size) {
+  DYNAMIX_CHECK(world_size >= 1, "world size must be >= 1, got " + std::to_string(world_size));
+  std::vector<std::string> notes;
+  tile_list("batch.init", config.batch.init, world_size, notes);
+  tile_list("hetero.slowdown", config.hetero.slowdown, world_size, notes);
+  tile_list("hetero.bandwidth_mbps", config.hetero.bandwidth_mbps, world_size, notes);
+  tile_list("hetero.memory_mb", config.hetero.memory_mb, world_size, notes);
+  auto& events = config.hetero.events;
+  const auto gone = std::remove_if(events.begin(), events.end(),
+                                   [&](const HeteroEvent& e) { return e.rank >= world_size; });
+  if (gone != events.end()) {
+    notes.push_back("hetero.events: " + std::to_string(events.end() - gone) +
+                    " event(s) of ranks >= " + std::to_string(world_size) + " dropped");
+    events.erase(gone, events.end());
+  }
+  return notes;
 }
 
 std::vector<int32_t> initial_batches(const Config& config, int world_size) {

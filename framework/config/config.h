@@ -129,6 +129,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 // Checks that depend on the job: per-rank lists (batch.init, hetero.*) must have 1 or world_size
 // entries, event ranks must exist. Throws dynamix::Error naming the key.
 void validate_for_world(const Config& config, int world_size);
+// On resume with another world size, per-rank lists written for the old world are adapted: rank i
+// takes entry i mod (list length), as the simulator tiles a fitted profile; events of ranks that no
+// longer exist are dropped. Returns one line per change for the log (empty: nothing changed).
+std::vector<std::string> adapt_to_world(Config& config, int world_size);
 // Per-rank initial batch sizes (expands a single value).
 std::vector<int32_t> initial_batches(const Config& config, int world_size);
 

@@ -30,6 +30,7 @@ nlohmann::json progress_json(const TrainProgress& p) {
           {"epoch", p.epoch},
           {"cursor", p.cursor},
           {"plan", p.plan},
+          {"base_batch", p.base_batch},
           {"world_size", p.world_size},
           {"elapsed_s", p.elapsed_s},
           {"samples_seen", p.samples_seen},
@@ -83,6 +84,8 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     p.cursor = integer_of<int64_t>(j.at("cursor"), "cursor");
     p.plan = int32_list_of(j.at("plan"), "plan");
     p.world_size = integer_of<int64_t>(j.at("world_size"), "world_size");
+    // Absent in checkpoints written before it existed: unknown (0).
+    if (j.contains("base_batch")) p.base_batch = integer_of<int64_t>(j.at("base_batch"), "base_batch");
     p.elapsed_s = j.at("elapsed_s");
     p.samples_seen = j.at("samples_seen");
     p.wait_fraction_sum = j.at("wait_fraction_sum");
@@ -114,6 +117,7 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     for (int32_t b : p.plan) {
       if (b < 1) throw Error("'plan' holds batch size " + std::to_string(b));
     }
+    if (p.base_batch < 0) throw Error("'base_batch' is negative: " + j.dump());
     if (p.last_eval_step < -1 || p.last_eval_step > p.step) {
       throw Error("'last_eval_step' must be -1 or a step in 0..step: " + j.dump());
     }

@@ -16,6 +16,7 @@ struct TrainProgress {
   int64_t epoch = 0;          // sampler epoch
   int64_t cursor = 0;         // sampler position within the epoch
   std::vector<int32_t> plan;  // batch plan in force
+  int64_t base_batch = 0;     // the run's reference global batch (fixed B, lr scaling); 0: unknown
   int64_t world_size = 0;
   double elapsed_s = 0;  // training wall time so far
   double samples_seen = 0;

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "agent/plan_projection.h"
 #include "framework/core/error.h"
 #include "framework/core/mpi_runtime.h"
 #include "framework/train/checkpoint_file.h"
@@ -83,6 +84,9 @@ void Trainer::log(const std::string& line) const {
 }
 
 void Trainer::setup() {
+  if (options_.resume) {
+    for (const auto& note : adapt_to_world(config_, world_)) log("resume: " + note);
+  }
   validate_for_world(config_, world_);
   device_ = choose_device(config_, options_.local_rank);
   if (config_.backend == "nccl" && comm_.backend() != "nccl") {
@@ -171,10 +175,10 @@ void Trainer::setup() {
   lr_.base_batch = bounds_.global_batch;
   lr_.scaling = parse_lr_scaling(t.lr_scaling);
   lr_.warmup_steps = t.warmup_steps;
-  if (rank_ == 0) policy_ = make_policy(config_, bounds_, plan_);
 
   progress_.world_size = world_;
   progress_.plan = plan_;
+  progress_.base_batch = bounds_.global_batch;
   progress_.model = config_.model;
   progress_.optimizer = t.optimizer;
   progress_.policy = config_.policy.name;
@@ -207,6 +211,7 @@ void Trainer::prepare() {
     sampler_->set_position(progress_.epoch, progress_.cursor);
     if (progress_.world_size == world_) {
       plan_ = progress_.plan;
+      if (progress_.base_batch <= 0) progress_.base_batch = lr_.base_batch;  // older checkpoints
       // Limits learned from out-of-memory events hold for the same ranks (never above the config).
       if (progress_.batch_max.size() == bounds_.max.size()) {
         for (size_t i = 0; i < bounds_.max.size(); ++i) {
@@ -215,13 +220,11 @@ void Trainer::prepare() {
       }
       set_generator_state(progress_.rng_states[static_cast<size_t>(rank_)]);
     } else {
-      // A different world size: start from the configured plan; the sampler continues the epoch.
-      log("resume: world size changed from " + std::to_string(progress_.world_size) + " to " +
-          std::to_string(world_) + "; batch plan re-split");
-      progress_.world_size = world_;
+      resplit_for_new_world();  // the sampler continues the epoch
       torch::manual_seed(config_.train.seed + 1000003ULL * static_cast<uint64_t>(rank_) + progress_.step);
     }
-    if (rank_ == 0 && policy_ && !progress_.policy_state.empty() && progress_.policy == policy_->name()) {
+    if (rank_ == 0) policy_ = make_policy(config_, bounds_, plan_);  // on the resumed plan and bounds
+    if (rank_ == 0 && !progress_.policy_state.empty() && progress_.policy == policy_->name()) {
       policy_->load_state(progress_.policy_state);
     }
     if (scaler_.enabled() && progress_.loss_scale > 0) {
@@ -237,6 +240,7 @@ void Trainer::prepare() {
     hetero_->on_step(progress_.step);
     log("resumed from " + path + " at step " + std::to_string(progress_.step));
   } else {
+    if (rank_ == 0) policy_ = make_policy(config_, bounds_, plan_);
     // Replicas start identical: rank 0's parameters and buffers are broadcast.
     torch::NoGradGuard no_grad;
     for (auto& p : model_->parameters()) broadcast_tensor(p);
@@ -250,6 +254,27 @@ void Trainer::prepare() {
     outputs_->write_file("config.yaml", config_.source);
   }
   start_ = Clock::now();
+}
+
+void Trainer::resplit_for_new_world() {
+  // The run keeps its global batch B (fixed B, or where an adaptive B had moved) and its lr
+  // reference, so the learning rate stays what it was; B is split evenly over the new ranks.
+  const int64_t old_world = progress_.world_size;
+  const int64_t old_b = std::accumulate(progress_.plan.begin(), progress_.plan.end(), int64_t{0});
+  if (progress_.base_batch <= 0) progress_.base_batch = old_b;  // checkpoints from before the field
+  lr_.base_batch = progress_.base_batch;
+  const int64_t want = bounds_.fixed_global ? progress_.base_batch : old_b;
+  plan_ = even_split(want, world_, std::max(1, bounds_.min), config_.batch.max);
+  const int64_t got = std::accumulate(plan_.begin(), plan_.end(), int64_t{0});
+  bounds_.global_batch = static_cast<int32_t>(got);
+  std::string shown;
+  for (int32_t b : plan_) shown += (shown.empty() ? "" : ",") + std::to_string(b);
+  log("resume: world size changed from " + std::to_string(old_world) + " to " + std::to_string(world_) +
+      "; global batch " + std::to_string(want) + " split evenly: [" + shown + "]" +
+      (got == want ? "" : " (B is now " + std::to_string(got) + ": batch.min/max allow no more)"));
+  progress_.world_size = world_;
+  progress_.plan = plan_;
+  progress_.batch_max.clear();  // limits learned from OOM belonged to the old ranks
 }
 
 void Trainer::broadcast_tensor(torch::Tensor& t) {

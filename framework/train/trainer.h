@@ -104,6 +104,8 @@ class Trainer {
   // Broadcasts rank 0's values of a parameter or buffer (device tensors through a host copy
   // unless the backend takes device memory).
   void broadcast_tensor(torch::Tensor& t);
+  // Resume on another world size: keep B and the lr reference, split B evenly, say so.
+  void resplit_for_new_world();
 
   Config config_;
   Communicator& comm_;

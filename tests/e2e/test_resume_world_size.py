@@ -16,8 +16,49 @@ output: {dir: OUT}
 """
 
 
+LISTS = """
+model: cnn
+dataset: {name: synthetic, shape: [1, 12, 12], classes: 4, train_size: 2000, test_size: 64}
+batch: {init: [16, 16, 16, 16], min: 2, max: 64, global: fixed}
+train: {epochs: 1, optimizer: sgd, lr: 0.05, lr_scaling: linear, warmup_steps: 0, seed: 4, eval_every: 0}
+policy: {name: proportional, window: 3}
+hetero: {slowdown: [1, 1, 1.5, 2.5], memory_mb: [0, 0, 0, 400]}
+monitor: {enabled: false}
+output: {dir: OUT}
+"""
+
+
+def per_rank_lists_and_global_batch(d):
+    """The README's case: a config with one entry per rank for 4 ranks, resumed with the same
+    command on 3 and then 5 ranks. The lists are tiled (rank i takes entry i mod 4), B = 64 and the
+    learning rate stay what they were, and the log says so."""
+    out = d / "lists"
+    cfg = write(d / "lists.yaml", LISTS.replace("OUT", str(out)))
+    legs = [(4, ["train.max_steps=6"], []), (3, ["train.max_steps=12"], ["--resume"]),
+            (5, ["train.max_steps=18"], ["--resume"])]
+    for world, sets, extra in legs:
+        r = run(train_cmd(world, cfg, sets, extra))
+        print(r.stdout, r.stderr)
+        if r.returncode != 0:
+            fail(f"{world} ranks with per-rank lists for 4: run failed")
+        if extra:
+            for expected in ("hetero.slowdown has 4 entries for", "rank i takes entry i mod 4",
+                             "global batch 64 split evenly"):
+                if expected not in r.stdout:
+                    fail(f"{world} ranks: the log does not say {expected!r}")
+    metrics = read_jsonl(out / "metrics.jsonl")
+    if [m["step"] for m in metrics] != list(range(1, 19)):
+        fail(f"steps: {[m['step'] for m in metrics]}")
+    if {m["global_batch"] for m in metrics} != {64} or {m["lr"] for m in metrics} != {0.05}:
+        fail(f"B or lr changed: {[(m['global_batch'], m['lr']) for m in metrics]}")
+    if metrics[6]["batch_sizes"] != [22, 21, 21] or metrics[12]["batch_sizes"] != [13, 13, 13, 13, 12]:
+        fail(f"not an even re-split: {metrics[6]['batch_sizes']}, {metrics[12]['batch_sizes']}")
+    print("ok: 4 -> 3 -> 5 ranks with 4-entry lists: B 64 and lr 0.05 kept")
+
+
 def main():
     with TempDir() as d:
+        per_rank_lists_and_global_batch(d)
         out = d / "run"
         cfg = write(d / "run.yaml", CONFIG.replace("OUT", str(out)))
         legs = [(4, ["train.max_steps=5"], []), (3, ["train.max_steps=12"], ["--resume"]),
