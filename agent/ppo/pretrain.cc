@@ -179,6 +179,12 @@ PretrainEpisode random_episode(const PretrainOptions& o, int64_t episode) {
   return ep;
 }
 
+namespace {
+bool excluded(const PretrainOptions& o, const std::string& kind) {
+  return std::find(o.exclude.begin(), o.exclude.end(), kind) != o.exclude.end();
+}
+}  // namespace
+
 int run_pretrain(const PretrainOptions& o) {
   DYNAMIX_CHECK(o.episodes >= 1, "agent pretrain: episodes must be >= 1, got " + std::to_string(o.episodes));
   DYNAMIX_CHECK(o.min_nodes >= 1 && o.max_nodes >= o.min_nodes,
@@ -193,6 +199,15 @@ int run_pretrain(const PretrainOptions& o) {
                 "agent pretrain: windows and window sizes must be >= 1");
   DYNAMIX_CHECK(o.batch_per_rank >= 8 && o.batch_per_rank <= o.batch_max,
                 "agent pretrain: batch_per_rank must lie in [8, batch_max]");
+  const std::vector<std::string> kinds = {"homogeneous", "static", "step",   "transient",
+                                          "periodic",    "wave",   "recover"};
+  for (const auto& k : o.exclude) {
+    DYNAMIX_CHECK(std::find(kinds.begin(), kinds.end(), k) != kinds.end(),
+                  "agent pretrain: --exclude '" + k +
+                      "' is not an episode kind (homogeneous, static, step, transient, periodic, wave, "
+                      "recover)");
+  }
+  DYNAMIX_CHECK(o.exclude.size() < kinds.size(), "agent pretrain: --exclude leaves no episode kind");
   std::ostream& out = o.log ? *o.log : std::cout;
   // One intra-op thread: the same seed rebuilds the same policy file bit for bit (the small
   // network gains nothing from more threads, and reductions split over threads may reorder sums).
@@ -214,8 +229,10 @@ int run_pretrain(const PretrainOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   double sum_reward = 0, sum_ratio = 0, sum_final = 0;
   int64_t in_block = 0;
+  int64_t drawn = 0;  // episode index of the random stream; excluded kinds are skipped
   for (int64_t ep = 0; ep < o.episodes; ++ep) {
-    const PretrainEpisode draw = random_episode(o, ep);
+    PretrainEpisode draw = random_episode(o, drawn++);
+    while (excluded(o, draw.kind)) draw = random_episode(o, drawn++);
     ClusterSimulator sim(draw.config, draw.bounds, {draw.batch_per_rank}, draw.window);
     EpisodeResult r = run_sim_episode(policy, sim, o.windows_per_episode);
     sum_reward += r.mean_reward;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "agent/ppo/dynamix_policy.h"
 #include "agent/ppo/ppo_config.h"
@@ -29,11 +30,12 @@ struct PretrainOptions {
   int32_t batch_per_rank = 32;                // initial uniform b_i; B = nodes x this, kept fixed
   int32_t batch_max = 256;
   double max_change = 0.5;
-  PpoConfig ppo;                // background_update is forced off (the simulator can wait)
-  std::string checkpoint;       // start from this policy (fine-tune); empty = from scratch
-  std::string output;           // save the trained policy here; empty = do not save
-  int64_t log_every = 50;       // episodes per progress line
-  std::ostream* log = nullptr;  // progress; nullptr = std::cout
+  PpoConfig ppo;                     // background_update is forced off (the simulator can wait)
+  std::string checkpoint;            // start from this policy (fine-tune); empty = from scratch
+  std::string output;                // save the trained policy here; empty = do not save
+  std::vector<std::string> exclude;  // episode kinds never drawn (held out to test fine-tuning)
+  int64_t log_every = 50;            // episodes per progress line
+  std::ostream* log = nullptr;       // progress; nullptr = std::cout
 };
 
 // One drawn episode: the cluster, its bounds and the decision window.

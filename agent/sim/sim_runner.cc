@@ -60,6 +60,7 @@ nlohmann::json window_record(const ClusterState& s, double sim_time) {
           {"sim_time", sim_time},
           {"global_batch", s.global.global_batch},
           {"throughput", step > 0 ? s.global.global_batch / step : 0.0},
+          {"ideal_throughput", s.global.ideal_throughput},
           {"wait_fraction", step > 0 ? wait / (double(s.nodes.size()) * step) : 0.0},
           {"step_time_spread", s.global.step_time_spread},
           {"progress", s.global.progress},

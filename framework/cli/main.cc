@@ -77,6 +77,10 @@ int main(int argc, char** argv) {
                  "feature groups the policy never sees: balance, timing, memory, system, network, "
                  "statistics (comma list; for ablations)")
       ->delimiter(',');
+  pt->add_option("--exclude", pre.exclude,
+                 "episode kinds never drawn: homogeneous, static, step, transient, periodic, wave, "
+                 "recover (comma list; to test fine-tuning on a held-out family)")
+      ->delimiter(',');
   pt->add_option("--log-every", pre.log_every, "episodes per progress line")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
