@@ -12,6 +12,7 @@
 #include <iterator>
 
 #include "framework/core/error.h"
+#include "framework/core/file_io.h"
 
 namespace dynamix {
 namespace {
@@ -61,17 +62,7 @@ void write_checkpoint_file(const std::string& path, const std::string& payload) 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(path, std::string("cannot create ") + tmp + ": " + std::strerror(errno));
-  auto write_all = [&](const std::string& s) {
-    size_t done = 0;
-    while (done < s.size()) {
-      const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      done += static_cast<size_t>(n);
-    }
-    return true;
-  };
-  const bool ok = write_all(header) && write_all(payload) && ::fsync(fd) == 0;
+  const bool ok = write_fully(fd, header) && write_fully(fd, payload) && ::fsync(fd) == 0;
   const int saved = errno;
   ::close(fd);
   if (!ok) {

@@ -1,16 +1,47 @@
 // DYNAMIX — run outputs.
 #include "framework/train/run_outputs.h"
 
+#include <fcntl.h>
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <sstream>
-#include <vector>
+#include <fstream>
 
 #include "framework/core/error.h"
+#include "framework/core/file_io.h"
+#include "framework/train/checkpoint_file.h"
 
 namespace dynamix {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+// Bytes of the log's valid prefix for a resume at `resume_step`: whole lines (ending in '\n')
+// that parse, up to the first with a later step. What follows was written after the checkpoint,
+// or is the torn last line of a killed run.
+off_t kept_prefix(const std::string& path, int64_t resume_step) {
+  std::ifstream in(path, std::ios::binary);
+  off_t kept = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // no '\n': torn
+    if (!line.empty()) {
+      try {
+        if (nlohmann::json::parse(line).value("step", int64_t{0}) > resume_step) break;
+      } catch (const nlohmann::json::exception&) {
+        break;
+      }
+    }
+    kept += static_cast<off_t>(line.size() + 1);
+  }
+  return kept;
+}
+
+}  // namespace
 
 RunOutputs::RunOutputs(const std::string& dir, bool resume, int64_t resume_step) : dir_(dir) {
   std::error_code ec;
@@ -29,48 +60,68 @@ RunOutputs::RunOutputs(const std::string& dir, bool resume, int64_t resume_step)
   open(decisions_, "decisions.jsonl", resume, resume_step);
 }
 
-void RunOutputs::open(std::ofstream& out, const std::string& name, bool resume, int64_t resume_step) {
-  const std::string path = dir_ + "/" + name;
-  std::vector<std::string> kept;
-  if (resume) {
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.empty()) continue;
-      try {
-        const auto j = nlohmann::json::parse(line);
-        if (j.value("step", int64_t{0}) <= resume_step) kept.push_back(line);
-      } catch (const nlohmann::json::exception&) {
-        break;  // a torn last line from a killed run ends the valid prefix
-      }
-    }
+RunOutputs::~RunOutputs() {
+  for (Log* log : {&metrics_, &eval_, &decisions_}) {
+    if (log->fd >= 0) ::close(log->fd);
   }
-  out.open(path, std::ios::out | std::ios::trunc);
-  if (!out) throw Error("cannot write " + path + ": " + std::strerror(errno));
-  for (const auto& l : kept) out << l << '\n';
-  out.flush();
 }
 
-void RunOutputs::append(std::ofstream& out, const nlohmann::json& line) {
-  out << line.dump() << '\n';
-  out.flush();  // a killed run keeps every completed line
+void RunOutputs::open(Log& log, const std::string& name, bool resume, int64_t resume_step) {
+  log.path = dir_ + "/" + name;
+  // Cut in place, not rewritten: a resume on a nearly full disk needs no space for it.
+  const off_t keep = resume ? kept_prefix(log.path, resume_step) : 0;
+  log.fd = ::open(log.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log.fd < 0) throw Error("cannot write " + log.path + ": " + errno_text());
+  if (::ftruncate(log.fd, keep) != 0) throw Error("cannot truncate " + log.path + ": " + errno_text());
+}
+
+void RunOutputs::append(Log& log, const nlohmann::json& line) {
+  if (failed()) return;
+  // One write(2) per line on an O_APPEND descriptor: a killed run keeps every completed line.
+  const off_t before = ::lseek(log.fd, 0, SEEK_END);
+  if (before >= 0 && write_fully(log.fd, line.dump() + '\n')) return;
+  error_ = "cannot write " + log.path + ": " + errno_text();
+  // Whole or not at all: cut what part of the line reached the file.
+  if (before >= 0 && ::ftruncate(log.fd, before) != 0) {
+    error_ += " (and cutting the partial line failed: " + errno_text() + ")";
+  }
 }
 
 void RunOutputs::write_file(const std::string& name, const std::string& text) const {
   const std::string path = dir_ + "/" + name;
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::out | std::ios::trunc);
-    out << text;
-    if (!out) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("cannot write " + tmp + ": " + errno_text());
+  const bool ok = write_fully(fd, text);
+  const int saved = errno;
+  if (::close(fd) != 0 || !ok) {
+    const std::string why = std::strerror(ok ? errno : saved);
+    ::unlink(tmp.c_str());
+    throw Error("cannot write " + tmp + ": " + why);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw Error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+    const std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    throw Error("cannot rename " + tmp + " to " + path + ": " + why);
   }
 }
 
-void RunOutputs::write_summary(const nlohmann::json& summary) const {
-  write_file("summary.json", summary.dump(2) + "\n");
+void RunOutputs::write_summary(const nlohmann::json& summary) {
+  if (failed()) return;
+  try {
+    write_file("summary.json", summary.dump(2) + "\n");
+  } catch (const Error& e) {
+    error_ = e.what();
+  }
+}
+
+void RunOutputs::write_checkpoint(const std::string& payload) {
+  if (failed()) return;
+  try {
+    write_checkpoint_file(checkpoint_path(), payload);  // atomic: the last good one stays on failure
+  } catch (const Error& e) {
+    error_ = e.what();
+  }
 }
 
 }  // namespace dynamix

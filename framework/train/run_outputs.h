@@ -1,9 +1,13 @@
 // DYNAMIX — the run's output directory (rank 0): metrics.jsonl, eval.jsonl, decisions.jsonl,
 // summary.json, config.yaml and the checkpoint (DESIGN.md, "Outputs" contract).
+//
+// Every write is checked. A log line is written whole or not at all (a failed append cuts what
+// reached the file). After the first failure (a full disk, say) nothing more is written, not even
+// a checkpoint, so the last good checkpoint and the logs stay consistent for --resume; the trainer
+// reads failed() at the next step boundary and stops the run with error().
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -11,28 +15,41 @@ namespace dynamix {
 
 class RunOutputs {
  public:
-  // Creates `dir` if needed. A fresh run truncates the JSONL files; a resumed run keeps the lines
-  // with step <= resume_step and drops the rest (written after the checkpoint it resumes from).
+  // Creates `dir` if needed. A fresh run empties the JSONL files; a resumed run keeps their
+  // whole lines with step <= resume_step and cuts the rest (written after the checkpoint it
+  // resumes from, or torn by a killed run) in place. Throws dynamix::Error.
   RunOutputs(const std::string& dir, bool resume, int64_t resume_step);
+  ~RunOutputs();
+  RunOutputs(const RunOutputs&) = delete;
+  RunOutputs& operator=(const RunOutputs&) = delete;
 
   void metrics(const nlohmann::json& line) { append(metrics_, line); }
   void eval(const nlohmann::json& line) { append(eval_, line); }
   void decision(const nlohmann::json& line) { append(decisions_, line); }
-  // Atomic writes (temp file + rename).
+  // Atomic (temp file + rename); throws dynamix::Error.
   void write_file(const std::string& name, const std::string& text) const;
-  void write_summary(const nlohmann::json& summary) const;
+  // Like the logs, these record a failure instead of throwing, and do nothing after one.
+  void write_summary(const nlohmann::json& summary);
+  void write_checkpoint(const std::string& payload);
 
+  bool failed() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }  // the first failed write: file and errno text
   const std::string& dir() const { return dir_; }
   std::string checkpoint_path() const { return checkpoint_path_in(dir_); }
 
   static std::string checkpoint_path_in(const std::string& dir) { return dir + "/checkpoint.pt"; }
 
  private:
-  static void append(std::ofstream& out, const nlohmann::json& line);
-  void open(std::ofstream& out, const std::string& name, bool resume, int64_t resume_step);
+  struct Log {
+    std::string path;
+    int fd = -1;
+  };
+  void open(Log& log, const std::string& name, bool resume, int64_t resume_step);
+  void append(Log& log, const nlohmann::json& line);
 
   std::string dir_;
-  std::ofstream metrics_, eval_, decisions_;
+  std::string error_;
+  Log metrics_, eval_, decisions_;
 };
 
 }  // namespace dynamix

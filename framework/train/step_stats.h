@@ -19,10 +19,11 @@ struct LocalStep {
   double loss_sum = 0;  // mean loss x samples
   double samples = 0;
   double local_sq_norm = 0;
-  double stop = 0;  // 1 if this rank received a stop signal
+  double stop = 0;           // 1 if this rank received a stop signal
+  double output_failed = 0;  // 1 if this rank could not write the run's outputs
 };
 
-constexpr int kStepFields = 8;
+constexpr int kStepFields = 9;
 
 // Every rank's LocalStep after the exchange, with derived wait and transfer times.
 struct StepExchange {
@@ -32,6 +33,7 @@ struct StepExchange {
   double loss = 0;             // mean loss over all samples
   double samples = 0;
   bool stop = false;
+  bool output_failed = false;
 
   // Packs `mine` into slot `rank` of a world * kStepFields buffer (zeros elsewhere).
   static std::vector<double> pack(const LocalStep& mine, int rank, int world);

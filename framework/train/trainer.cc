@@ -238,6 +238,7 @@ void Trainer::prepare() {
                           ? progress_.last_eval_step
                           : progress_.step;
     hetero_->on_step(progress_.step);
+    last_checkpoint_step_ = progress_.step;
     log("resumed from " + path + " at step " + std::to_string(progress_.step));
   } else {
     if (rank_ == 0) policy_ = make_policy(config_, bounds_, plan_);
@@ -460,7 +461,9 @@ bool Trainer::step() {
   synchronize_device(device_);  // GPU: the step's kernels are done before it is timed
   mine.optimizer_s = seconds_since(t0);
 
-  // One small collective gives every rank every rank's times, the loss and the stop votes.
+  // One small collective gives every rank every rank's times, the loss, the stop votes and
+  // whether rank 0's outputs failed.
+  mine.output_failed = outputs_ && outputs_->failed() ? 1.0 : 0.0;
   auto buf = StepExchange::pack(mine, rank_, world_);
   if (world_ > 1) comm_.allreduce_sum(buf.data(), buf.size(), DType::kFloat64);
   const StepExchange ex = StepExchange::unpack(buf, world_);
@@ -521,6 +524,7 @@ bool Trainer::step() {
                        {"skipped", !last_applied_}});
   }
   stop_agreed_ = ex.stop;
+  output_failed_agreed_ = ex.output_failed;
   return true;
 }
 

@@ -18,6 +18,7 @@
 #include "datasets/prefetcher.h"
 #include "framework/comm/communicator.h"
 #include "framework/config/config.h"
+#include "framework/core/error.h"
 #include "framework/train/batch_uploader.h"
 #include "framework/train/checkpoint.h"
 #include "framework/train/grad_buckets.h"
@@ -34,6 +35,14 @@ namespace dynamix {
 // The configured optimizer (train.optimizer: sgd | adamw) over `params`.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& train,
                                                         const std::vector<torch::Tensor>& params);
+
+// Thrown by Trainer::run() on every rank when rank 0 could not write the run's outputs (a full
+// disk, say): the run stopped at a step boundary and the last good checkpoint stays. what(): the
+// file and the reason on rank 0, a shorter note on the others.
+class OutputWriteError : public Error {
+ public:
+  using Error::Error;
+};
 
 struct TrainOptions {
   bool resume = false;     // continue from output.dir's checkpoint
@@ -55,7 +64,7 @@ class Trainer {
   // Collective set-up: resume from checkpoint or broadcast rank 0's parameters; opens outputs.
   void prepare();
   // Trains to the end (epochs / max_steps) or until a stop signal; writes summary.json.
-  // Returns true if it stopped early on a signal (checkpoint written).
+  // Returns true if it stopped early on a signal (checkpoint written). Throws OutputWriteError.
   bool run();
 
   // One training step with the current plan (exposed for tests and `dynamix bench step`).
@@ -79,12 +88,18 @@ class Trainer {
   std::string monitor_source() const;  // "ebpf" | "procfs" | "none"
   // Seed of the training set's random augmentation in `epoch` (same on every rank).
   uint64_t data_seed(int64_t epoch) const;
-  // Evaluates on the test set (sharded over ranks); returns {loss, accuracy}.
+  // Evaluates on the test set (sharded over ranks); returns {loss, accuracy}. Out of memory on a
+  // rank halves its evaluation chunk and retries (see eval_chunk_).
   std::pair<double, double> evaluate();
   void save_checkpoint();
 
  private:
   void decide_window();
+  // Adds {loss x count, correct, counted} of test samples [first, first + count) to `sums`.
+  void evaluate_chunk(int64_t first, int64_t count, double sums[3]);
+  // Every rank learns whether rank 0 failed to write an output; throws OutputWriteError if so.
+  void check_outputs_written();
+  [[noreturn]] void throw_output_error() const;
   // All ranks learn which ranks ran out of memory in this step (batch size per rank, 0 = fine);
   // empty when none did. One 8-byte allreduce in the common case.
   std::vector<int32_t> agree_on_memory(bool out_of_memory, int32_t batch);
@@ -149,6 +164,11 @@ class Trainer {
   std::vector<nlohmann::json> pending_oom_;  // rank 0: events for the next decisions.jsonl line
   ReduceResult last_reduce_;                 // this rank's last gradient reduction (bytes, codec statistics)
   bool stop_agreed_ = false;                 // some rank received a stop signal (agreed in the step exchange)
+  bool output_failed_agreed_ = false;        // rank 0 could not write an output (agreed likewise)
+  int64_t last_checkpoint_step_ = -1;        // rank 0: the step of the last checkpoint written
+  // Test samples this rank evaluates at once: halved (and kept) whenever one chunk runs out of
+  // memory, so evaluation fits the rank's memory as training does.
+  int64_t eval_chunk_ = 500;
   int64_t last_eval_step_ = -1;
   int64_t total_steps_hint_ = 0;
   std::chrono::steady_clock::time_point start_;

@@ -9,7 +9,6 @@
 
 #include "agent/plan_projection.h"
 #include "framework/core/error.h"
-#include "framework/train/checkpoint_file.h"
 #include "framework/train/precision.h"
 #include "framework/train/signals.h"
 #include "framework/train/trainer.h"
@@ -53,35 +52,58 @@ bool Trainer::finished() const {
   return fractional_epoch() >= config_.train.epochs - 1e-12;
 }
 
+void Trainer::evaluate_chunk(int64_t first, int64_t count, double sums[3]) {
+  std::vector<int64_t> idx(static_cast<size_t>(count));
+  std::iota(idx.begin(), idx.end(), first);
+  Batch b = data_.test->get(idx, config_.train.seed);
+  if (options_.float64 && b.inputs.is_floating_point()) b.inputs = b.inputs.to(torch::kFloat64);
+  if (device_.is_cuda()) {
+    b.inputs = b.inputs.to(device_);
+    b.targets = b.targets.to(device_);
+  }
+  const auto logits = forward_logits(*model_, b.inputs, config_.train);
+  const int64_t classes = logits.size(-1);
+  const auto flat_logits = logits.reshape({-1, classes});
+  const auto targets = b.targets.reshape({-1});
+  const auto mask = targets.ne(-100);
+  const double counted = mask.sum().item<double>();
+  if (counted == 0) return;
+  const auto loss = torch::nn::functional::cross_entropy(
+      flat_logits, targets,
+      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
+  const double loss_sum = loss.item<double>();
+  const double correct = flat_logits.argmax(1).eq(targets).logical_and(mask).sum().item<double>();
+  sums[0] += loss_sum;  // only once the whole chunk is through: a retried chunk counts once
+  sums[1] += correct;
+  sums[2] += counted;
+}
+
 std::pair<double, double> Trainer::evaluate() {
   torch::NoGradGuard no_grad;
   model_->eval();
   const int64_t total = data_.test->size();
   const int64_t begin = total * rank_ / world_, end = total * (rank_ + 1) / world_;
-  constexpr int64_t kChunk = 500;
   double sums[3] = {0, 0, 0};  // loss x count, correct, counted targets
-  for (int64_t s = begin; s < end; s += kChunk) {
-    std::vector<int64_t> idx(static_cast<size_t>(std::min(kChunk, end - s)));
-    std::iota(idx.begin(), idx.end(), s);
-    Batch b = data_.test->get(idx, config_.train.seed);
-    if (options_.float64 && b.inputs.is_floating_point()) b.inputs = b.inputs.to(torch::kFloat64);
-    if (device_.is_cuda()) {
-      b.inputs = b.inputs.to(device_);
-      b.targets = b.targets.to(device_);
+  // Out of memory is local to this rank here (no collective until the end): halve the chunk and
+  // evaluate the same samples again, as a small device would have to.
+  for (int64_t s = begin; s < end;) {
+    const int64_t n = std::min(eval_chunk_, end - s);
+    try {
+      evaluate_chunk(s, n, sums);
+      s += n;
+    } catch (const c10::OutOfMemoryError& e) {
+      if (n == 1) {
+        throw Error("rank " + std::to_string(rank_) +
+                    " ran out of memory evaluating a single test sample: the model does not fit in that "
+                    "rank's memory (" +
+                    e.what_without_backtrace() + ")");
+      }
+      eval_chunk_ = n / 2;
+      std::fprintf(stderr,
+                   "dynamix: rank %d: evaluation ran out of memory with %lld test samples at once; "
+                   "evaluating %lld at a time from now on\n",
+                   rank_, static_cast<long long>(n), static_cast<long long>(eval_chunk_));
     }
-    const auto logits = forward_logits(*model_, b.inputs, config_.train);
-    const int64_t classes = logits.size(-1);
-    const auto flat_logits = logits.reshape({-1, classes});
-    const auto targets = b.targets.reshape({-1});
-    const auto mask = targets.ne(-100);
-    const double counted = mask.sum().item<double>();
-    if (counted == 0) continue;
-    const auto loss = torch::nn::functional::cross_entropy(
-        flat_logits, targets,
-        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
-    sums[0] += loss.item<double>();
-    sums[1] += flat_logits.argmax(1).eq(targets).logical_and(mask).sum().item<double>();
-    sums[2] += counted;
   }
   if (world_ > 1) comm_.allreduce_sum(sums, 3, DType::kFloat64);
   model_->train();
@@ -301,7 +323,7 @@ void Trainer::save_checkpoint() {
   DYNAMIX_CHECK(static_cast<int64_t>(mine.size()) == len, "generator state sizes differ across ranks");
   std::string all(static_cast<size_t>(len) * world_, '\0');
   comm_.gather(mine.data(), mine.size(), rank_ == 0 ? all.data() : nullptr, 0);
-  if (rank_ != 0 || !outputs_) return;
+  if (rank_ != 0 || !outputs_ || outputs_->failed()) return;  // after a failed write, nothing more
   progress_.rng_states.clear();
   for (int r = 0; r < world_; ++r)
     progress_.rng_states.push_back(all.substr(static_cast<size_t>(r * len), len));
@@ -312,7 +334,24 @@ void Trainer::save_checkpoint() {
   progress_.loss_scale_good_steps = scaler_.good_steps();
   progress_.skipped_steps = scaler_.skipped_steps();
   progress_.policy_state = policy_ ? policy_->save_state() : "";
-  write_checkpoint_file(outputs_->checkpoint_path(), encode_checkpoint(*model_, *optimizer_, progress_));
+  outputs_->write_checkpoint(encode_checkpoint(*model_, *optimizer_, progress_));
+  if (!outputs_->failed()) last_checkpoint_step_ = progress_.step;
+}
+
+void Trainer::check_outputs_written() {
+  int64_t failed = outputs_ && outputs_->failed() ? 1 : 0;
+  if (world_ > 1) comm_.allreduce_max(&failed, 1, DType::kInt64);
+  if (failed) throw_output_error();
+}
+
+void Trainer::throw_output_error() const {
+  if (!outputs_) throw OutputWriteError("rank 0 could not write the run's outputs; stopped");
+  const std::string kept = last_checkpoint_step_ >= 0
+                               ? "the checkpoint of step " + std::to_string(last_checkpoint_step_) +
+                                     " is kept: free space and pass --resume to continue"
+                               : "no checkpoint was written";
+  throw OutputWriteError(outputs_->error() + "; run stopped at step " + std::to_string(progress_.step) +
+                         " (" + kept + ")");
 }
 
 bool Trainer::run() {
@@ -328,6 +367,8 @@ bool Trainer::run() {
   bool stopped = false;
   while (!finished()) {
     if (!step()) continue;  // out of memory: plan repaired, the same step again
+    // A failed write (rank 0's outputs) stops every rank here, with nothing more written.
+    if (output_failed_agreed_) throw_output_error();
     if (progress_.step % window == 0) decide_window();
     maybe_evaluate(false);
     if (stop_agreed_) {
@@ -343,6 +384,7 @@ bool Trainer::run() {
     save_checkpoint();
   }
   write_summary();
+  check_outputs_written();  // the last checkpoint and the summary, or a write since the last step
   if (!stopped) log(run_summary_line());
   return stopped;
 }

@@ -7,8 +7,8 @@ namespace dynamix {
 namespace {
 
 TEST(StepExchange, WaitIsTheSlowestReadyTimeMinusOwn) {
-  LocalStep a{0.01, 0.10, 0.35, 0.0, 2.0, 4.0, 1.0, 0.0};   // ready at 0.11, waited in allreduce
-  LocalStep b{0.02, 0.40, 0.06, 0.0, 6.0, 12.0, 2.0, 1.0};  // the straggler, ready at 0.42
+  LocalStep a{0.01, 0.10, 0.35, 0.0, 2.0, 4.0, 1.0, 0.0, 1.0};  // ready at 0.11, waited in allreduce
+  LocalStep b{0.02, 0.40, 0.06, 0.0, 6.0, 12.0, 2.0, 1.0};      // the straggler, ready at 0.42
   auto buf = StepExchange::pack(a, 0, 2);
   const auto other = StepExchange::pack(b, 1, 2);
   for (size_t i = 0; i < buf.size(); ++i) buf[i] += other[i];  // what SUM allreduce does
@@ -19,6 +19,8 @@ TEST(StepExchange, WaitIsTheSlowestReadyTimeMinusOwn) {
   EXPECT_NEAR(ex.comm_s[1], 0.06, 1e-12);
   EXPECT_NEAR(ex.loss, 8.0 / 16.0, 1e-12);
   EXPECT_TRUE(ex.stop);
+  EXPECT_TRUE(ex.output_failed);  // rank 0's failed write reaches every rank
+  EXPECT_FALSE(ex.ranks[1].output_failed > 0);
 
   WindowAccumulator acc;
   acc.add(ex, 0, 4);
