@@ -2,6 +2,8 @@
 # Real runs of several policies on one config, interleaved (policy order rotates every repetition so
 # machine noise hits all alike); prints one row per run and the per-policy medians from summary.json.
 # Usage: scripts/experiments/compare_policies.sh CONFIG REPS OUTDIR [policy ...] [-- extra --set args]
+# scripts/experiments/run_suite.py does the same over several scenarios and seeds, with CSV and
+# Markdown tables, ratios to static and the best heuristic, failure reports, and plots.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 config=$1 reps=$2 out=$3
