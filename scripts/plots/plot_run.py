@@ -88,18 +88,21 @@ def plot_step_wait(metrics, summary, path, smooth):
 
 
 def plot_decisions(decisions, metrics, summary, path, max_notes=12):
-    fig, (ax, tx) = plt.subplots(2, 1, figsize=(9, 7), gridspec_kw={"height_ratios": [3, 2]})
-    # The plan in force before the first decision is the first step's.
-    plans = [(0, metrics[0]["batch_sizes"])] if metrics else []
-    plans += [(d["step"], d["plan"]) for d in decisions if d.get("plan")]
-    steps = [p[0] for p in plans]
-    for r in range(len(plans[0][1])):
-        ax.step(steps, [p[1][r] for p in plans], where="post", label=f"rank {r}")
-    changes, prev = [], plans[0][1]
+    changes, prev = [], (metrics[0]["batch_sizes"] if metrics else None)
     for d in decisions:
         if d.get("plan") and d["plan"] != prev:
             changes.append(d)
             prev = d["plan"]
+    text_h = 0.2 + 0.14 * (min(len(changes), max_notes) + 1)
+    fig, (ax, tx) = plt.subplots(2, 1, figsize=(9, 4.2 + text_h), gridspec_kw={"height_ratios": [4.2, text_h]})
+    # The plan in force before the first decision is the first step's.
+    plans = [(0, metrics[0]["batch_sizes"])] if metrics else []
+    plans += [(d["step"], d["plan"]) for d in decisions if d.get("plan")]
+    if metrics and metrics[-1]["step"] > plans[-1][0]:
+        plans.append((metrics[-1]["step"], plans[-1][1]))  # the last plan holds to the end
+    steps = [p[0] for p in plans]
+    for r in range(len(plans[0][1])):
+        ax.step(steps, [p[1][r] for p in plans], where="post", label=f"rank {r}")
     for k, d in enumerate(changes):
         ax.axvline(d["step"], color="grey", alpha=0.3, linewidth=0.8)
         if k < max_notes:
@@ -114,7 +117,7 @@ def plot_decisions(decisions, metrics, summary, path, max_notes=12):
     ax.set_ylabel("planned batch size")
     ax.set_title(title(summary, f"decision timeline ({len(decisions)} windows, {len(changes)} plan changes)"),
                  pad=14)
-    ax.legend(fontsize="small", ncol=4, loc="lower right")
+    ax.legend(fontsize="small", ncol=4, loc="best", framealpha=0.6)
     ax.grid(alpha=0.3)
     lines = []
     for k, d in enumerate(changes[:max_notes]):

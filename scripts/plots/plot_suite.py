@@ -68,7 +68,10 @@ def plot_accuracy(records, scenarios, variants, colors, path):
         ax.set_xlabel("wall-clock time (s)")
         ax.set_ylabel("test accuracy")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small")
+        else:
+            ax.text(0.5, 0.5, "no evaluations (failed runs?)", ha="center", transform=ax.transAxes)
     for k in range(len(scenarios), rows * cols):
         axes[k // cols][k % cols].axis("off")
     fig.suptitle("test accuracy vs wall-clock time (dashed: target)")
