@@ -21,6 +21,7 @@ packages=(
   iproute2                           # network namespaces / netem for the retransmit test
   dataset-fashion-mnist              # real Fashion-MNIST, offline
   python3-matplotlib                 # plots (served to /usr/bin/python3)
+  python3-yaml                       # scripts/experiments/run_suite.py reads suite files
 )
 
 SUDO=""

@@ -205,9 +205,17 @@ def launch(run, binary, timeout):
     with open(log, "w") as f:
         f.write("+ " + rec["command"] + "\n")
         f.flush()
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
         try:
-            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+            rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            # SIGTERM lets mpirun stop its ranks (they checkpoint and exit); SIGKILL if it hangs.
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
             rc = None
     rec["wall_s"] = round(time.monotonic() - t0, 3)
     rec["exit_code"] = rc

@@ -42,6 +42,11 @@ def moving_average(values, k):
     return out
 
 
+def width(rank, ranks):
+    """Lower ranks drawn thicker, so ranks with equal batches stay visible under each other."""
+    return 1.2 if ranks > 8 else 1.0 + 2.0 * (ranks - 1 - rank) / max(1, ranks - 1)
+
+
 def title(summary, what):
     if not summary:
         return what
@@ -52,8 +57,9 @@ def title(summary, what):
 def plot_batch_sizes(metrics, summary, path):
     fig, ax = plt.subplots(figsize=(8, 4))
     t = [m["wall_time"] for m in metrics]
-    for r in range(len(metrics[0]["batch_sizes"])):
-        ax.step(t, [m["batch_sizes"][r] for m in metrics], where="post", label=f"rank {r}")
+    n = len(metrics[0]["batch_sizes"])
+    for r in range(n):
+        ax.step(t, [m["batch_sizes"][r] for m in metrics], where="post", label=f"rank {r}", linewidth=width(r, n))
     ax.set_xlabel("wall-clock time (s)")
     ax.set_ylabel("batch size")
     ax.set_title(title(summary, "per-rank batch size"))
@@ -101,8 +107,9 @@ def plot_decisions(decisions, metrics, summary, path, max_notes=12):
     if metrics and metrics[-1]["step"] > plans[-1][0]:
         plans.append((metrics[-1]["step"], plans[-1][1]))  # the last plan holds to the end
     steps = [p[0] for p in plans]
-    for r in range(len(plans[0][1])):
-        ax.step(steps, [p[1][r] for p in plans], where="post", label=f"rank {r}")
+    n = len(plans[0][1])
+    for r in range(n):
+        ax.step(steps, [p[1][r] for p in plans], where="post", label=f"rank {r}", linewidth=width(r, n))
     for k, d in enumerate(changes):
         ax.axvline(d["step"], color="grey", alpha=0.3, linewidth=0.8)
         if k < max_notes:
