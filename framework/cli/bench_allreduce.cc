@@ -16,15 +16,12 @@
 #include <vector>
 
 #include "framework/cli/commands.h"
+#include "framework/cli/make_communicator.h"
 #include "framework/comm/mpi_communicator.h"
 #include "framework/core/error.h"
 #include "framework/core/mpi_runtime.h"
 #include "framework/train/device.h"
 #include "framework/train/grad_buckets.h"
-
-#if DYNAMIX_HAVE_NCCL
-#include "framework/comm/nccl_communicator.h"
-#endif
 
 namespace dynamix {
 namespace {
@@ -114,18 +111,13 @@ int run_bench_allreduce(const BenchAllreduceCommand& cmd, int* argc, char*** arg
     return 2;
   }
   try {
-#if DYNAMIX_HAVE_NCCL
-    std::unique_ptr<NcclCommunicator> nccl;
     // Collective; every rank throws if any rank cannot have its GPU.
-    if (backend == "nccl") {
-      nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, static_cast<int>(grad_device.index()));
-    }
-    Communicator& comm = nccl ? static_cast<Communicator&>(*nccl) : mpi;
-#else
-    Communicator& comm = mpi;
-#endif
+    std::unique_ptr<Communicator> device_comm =
+        make_device_communicator(backend, static_cast<int>(grad_device.index()));
+    Communicator& comm = device_comm ? *device_comm : mpi;
     // Buffers handed to the communicator directly live where its backend takes them.
-    const torch::Device comm_device = backend == "nccl" ? grad_device : torch::Device(torch::kCPU);
+    const torch::Device comm_device =
+        comm.reduces_device_buffers() ? grad_device : torch::Device(torch::kCPU);
     const size_t bucket_elems = static_cast<size_t>(cmd.bucket_mb * 1048576.0 / sizeof(float));
     if (rank == 0) {
       std::printf(

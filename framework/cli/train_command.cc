@@ -8,16 +8,13 @@
 #include <vector>
 
 #include "framework/cli/commands.h"
+#include "framework/cli/make_communicator.h"
 #include "framework/comm/mpi_communicator.h"
 #include "framework/comm/watchdog.h"
 #include "framework/core/error.h"
 #include "framework/core/mpi_runtime.h"
 #include "framework/train/device.h"
 #include "framework/train/trainer.h"
-
-#if DYNAMIX_HAVE_NCCL
-#include "framework/comm/nccl_communicator.h"
-#endif
 
 namespace dynamix {
 namespace {
@@ -90,28 +87,20 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
     error = brief_error(e);
   }
   if (!all_ok(comm, error)) return 2;
-#if DYNAMIX_HAVE_NCCL
-  std::unique_ptr<NcclCommunicator> nccl;
-  if (backend == "nccl") {
-    try {
-      nccl =
-          std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, static_cast<int>(device.index()));  // collective
-    } catch (const std::exception& e) {
-      error = brief_error(e);
-    }
-    if (!all_ok(comm, error)) return 2;
+  std::unique_ptr<Communicator> device_comm;  // NCCL for backend nccl; MPI (`comm`) otherwise
+  try {
+    device_comm = make_device_communicator(backend, static_cast<int>(device.index()));  // collective
+  } catch (const std::exception& e) {
+    error = brief_error(e);
   }
-  Communicator& transport = nccl ? static_cast<Communicator&>(*nccl) : comm;
-  // A failed set-up may leave device collectives queued that peers never join: tear NCCL down
-  // (ncclCommDestroy would wait for them) before returning.
-  auto failed = [&nccl] {
-    if (nccl) nccl->abort();
+  if (!all_ok(comm, error)) return 2;
+  Communicator& transport = device_comm ? *device_comm : comm;
+  // A failed set-up may leave device collectives queued that peers never join: tear them down
+  // (NCCL's destroy would wait for them) before returning.
+  auto failed = [&device_comm] {
+    if (device_comm) device_comm->abort();
     return 2;
   };
-#else
-  Communicator& transport = comm;
-  auto failed = [] { return 2; };
-#endif
 
   // From here every collective is bounded and a lost rank ends the job (comm.watchdog). NCCL
   // collectives return before they finish, so its asynchronous errors are polled, and a verdict
@@ -122,13 +111,11 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
     w.collective_timeout_s = config.comm.timeout_s;
     w.heartbeat_timeout_s = config.comm.heartbeat_timeout_s;
     std::function<void()> on_abort;
-#if DYNAMIX_HAVE_NCCL
-    if (nccl) {
-      NcclCommunicator* device_comm = nccl.get();
-      w.poll_error = [device_comm] { return device_comm->check_async_error(); };
-      on_abort = [device_comm] { device_comm->abort(); };
+    if (device_comm) {
+      Communicator* dc = device_comm.get();
+      w.poll_error = [dc] { return dc->check_async_error(); };
+      on_abort = [dc] { dc->abort(); };
     }
-#endif
     try {
       watchdog = std::make_unique<Watchdog>(comm, w, on_abort);
     } catch (const std::exception& e) {

@@ -47,6 +47,12 @@ class Communicator {
   // running while buckets are reduced). Host backends: no-ops.
   virtual void set_deferred_join(bool deferred) { (void)deferred; }
   virtual void join_device_collectives() {}
+  // Device backends run collectives asynchronously and learn of some failures later (a lost peer):
+  // empty while healthy, else what happened (after aborting). Thread-safe. Host backends: "".
+  virtual std::string check_async_error() { return ""; }
+  // Tears down pending device collectives so that no thread waits for ever on a lost peer; later
+  // ones throw. Idempotent, thread-safe (the watchdog's hook). Host backends: nothing to do.
+  virtual void abort() {}
 };
 
 }  // namespace dynamix

@@ -67,10 +67,10 @@ class NcclCommunicator final : public Communicator {
 
   // Empty while the communicator is healthy; otherwise NCCL's description of the asynchronous
   // error (a peer lost, a network failure, ...), after aborting the communicator. Thread-safe.
-  std::string check_async_error();
+  std::string check_async_error() override;
   // ncclCommAbort: pending collectives are torn down, later ones throw. Idempotent and safe from
   // another thread (the watchdog's on_abort hook).
-  void abort();
+  void abort() override;
   bool aborted() const { return aborted_.load(); }
 
   // The MPI communicator used for host buffers.

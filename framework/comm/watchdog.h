@@ -120,6 +120,8 @@ class WatchedCommunicator final : public Communicator {
   void barrier() override;
   void set_deferred_join(bool deferred) override { inner_.set_deferred_join(deferred); }
   void join_device_collectives() override { inner_.join_device_collectives(); }
+  std::string check_async_error() override { return inner_.check_async_error(); }
+  void abort() override { inner_.abort(); }
 
  private:
   template <typename F>
