@@ -8,6 +8,7 @@
 #include "agent/ppo/moves.h"
 #include "agent/ppo/ppo_math.h"
 #include "framework/core/error.h"
+#include "framework/core/random.h"
 
 namespace dynamix {
 namespace {
@@ -59,7 +60,7 @@ std::string UpdateStats::to_string() const {
 PpoLearner::PpoLearner(const PpoConfig& config, int64_t node_dim, int64_t global_dim)
     : config_(config),
       net_(node_dim, global_dim, config.hidden, kMoves, config.seed),
-      rng_(config.seed ^ 0x9e3779b97f4a7c15ULL) {
+      rng_(config.seed ^ kGoldenGamma) {
   validate(config_);
   std::vector<float> prior(kMoves, 0.f);
   prior[static_cast<size_t>(config_.prior_action)] = static_cast<float>(config_.prior_logit);

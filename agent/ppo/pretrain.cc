@@ -11,6 +11,7 @@
 #include "agent/ppo/ppo_learner.h"
 #include "agent/sim/sim_rng.h"
 #include "framework/core/error.h"
+#include "framework/core/random.h"
 
 namespace dynamix {
 
@@ -132,7 +133,7 @@ std::string draw_events(Draw& d, SimConfig& c, int64_t steps, int64_t window) {
 }  // namespace
 
 PretrainEpisode random_episode(const PretrainOptions& o, int64_t episode) {
-  Draw d{SimRng(o.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(episode))};
+  Draw d{SimRng(o.seed * kGoldenGamma + static_cast<uint64_t>(episode))};
   PretrainEpisode ep;
   SimConfig& c = ep.config;
   c.nodes = std::clamp(static_cast<int32_t>(std::lround(d.log_uniform(o.min_nodes, o.max_nodes + 0.49))),

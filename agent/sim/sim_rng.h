@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "framework/core/random.h"
+
 namespace dynamix {
 
 class SimRng {
@@ -12,13 +14,8 @@ class SimRng {
   explicit SimRng(uint64_t seed = 0) { this->seed(seed); }
 
   void seed(uint64_t seed) {
-    for (auto& s : s_) {
-      seed += 0x9E3779B97F4A7C15ull;  // splitmix64
-      uint64_t z = seed;
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      s = z ^ (z >> 31);
-    }
+    SplitMix64 mix(seed);
+    for (auto& s : s_) s = mix.next();
     has_spare_ = false;
   }
 

@@ -6,24 +6,18 @@
 #include <string>
 
 #include "framework/core/error.h"
+#include "framework/core/random.h"
 
 namespace dynamix {
 namespace {
 
-// SplitMix64: portable, so every rank and every platform derives the same permutation.
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-// Unbiased integer in [0, n) by rejection (Lemire's bound would do too; n is small here).
-uint64_t uniform_below(uint64_t& state, uint64_t n) {
+// Unbiased integer in [0, n) by rejection (Lemire's bound would do too; n is small here). SplitMix64
+// is portable: every rank and every platform derives the same permutation.
+uint64_t uniform_below(SplitMix64& rng, uint64_t n) {
   const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
   uint64_t x;
   do {
-    x = splitmix64(state);
+    x = rng.next();
   } while (x >= limit);
   return x % n;
 }
@@ -60,9 +54,9 @@ void VariableBatchSampler::build_permutation() const {
   if (perm_epoch_ == epoch_) return;
   perm_.resize(static_cast<size_t>(size_));
   std::iota(perm_.begin(), perm_.end(), int64_t{0});
-  uint64_t state = seed_ ^ (0xD1B54A32D192ED03ULL * static_cast<uint64_t>(epoch_ + 1));
+  SplitMix64 rng(seed_ ^ (0xD1B54A32D192ED03ULL * static_cast<uint64_t>(epoch_ + 1)));
   for (int64_t i = size_ - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(uniform_below(state, static_cast<uint64_t>(i + 1)));
+    const auto j = static_cast<int64_t>(uniform_below(rng, static_cast<uint64_t>(i + 1)));
     std::swap(perm_[static_cast<size_t>(i)], perm_[static_cast<size_t>(j)]);
   }
   perm_epoch_ = epoch_;

@@ -13,6 +13,7 @@
 #include "agent/plan_projection.h"
 #include "framework/core/error.h"
 #include "framework/core/mpi_runtime.h"
+#include "framework/core/random.h"
 #include "framework/train/checkpoint_file.h"
 #include "framework/train/device.h"
 #include "framework/train/memory_cap.h"
@@ -295,7 +296,7 @@ double Trainer::current_lr() const {
 std::string Trainer::monitor_source() const { return monitor_ ? monitor_->source() : "none"; }
 
 uint64_t Trainer::data_seed(int64_t epoch) const {
-  return config_.train.seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(epoch + 1));
+  return config_.train.seed ^ (kGoldenGamma * static_cast<uint64_t>(epoch + 1));
 }
 
 void Trainer::set_plan(const std::vector<int32_t>& plan) {

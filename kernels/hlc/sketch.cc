@@ -7,15 +7,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "framework/core/random.h"
+
 namespace dynamix {
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // Uniform integer in [0, range) from 32 random bits (multiply-shift, no division).
 uint32_t reduce(uint32_t bits, uint32_t range) {
@@ -103,8 +98,8 @@ SketchLayout build_layout(const std::vector<uint32_t>& support, double ratio, ui
     const uint32_t m = block_cells(end - k, ratio);
     for (; k < end; ++k) {
       // Three distinct cells of this block's range and three signs, from the position and seed only.
-      const uint64_t h1 = splitmix64(seed ^ (static_cast<uint64_t>(support[k]) * 0xd6e8feb86659fd93ull));
-      const uint64_t h2 = splitmix64(h1);
+      const uint64_t h1 = mix64(seed ^ (static_cast<uint64_t>(support[k]) * 0xd6e8feb86659fd93ull));
+      const uint64_t h2 = mix64(h1);
       uint32_t c0 = reduce(static_cast<uint32_t>(h1), m);
       uint32_t c1 = reduce(static_cast<uint32_t>(h1 >> 32), m - 1);
       if (c1 >= c0) ++c1;
