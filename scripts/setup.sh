@@ -21,6 +21,7 @@ packages=(
   iproute2                           # network namespaces / netem for the retransmit test
   dataset-fashion-mnist              # real Fashion-MNIST, offline
   python3-matplotlib                 # plots (served to /usr/bin/python3)
+  python3-numpy                      # scripts/tools/to_npy.py and the .npy end-to-end test
 )
 
 SUDO=""
