@@ -64,7 +64,7 @@ def expect_error(cmd, needle, what):
 
 def python_with(*modules):
     """A Python interpreter that imports `modules` (this one, else Debian's /usr/bin/python3, where
-    setup.sh installs python3-numpy and python3-torch); fails the test when there is none."""
+    scripts/setup.sh installs python3-numpy); fails the test when there is none."""
     for python in dict.fromkeys([sys.executable, "/usr/bin/python3"]):
         probe = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True)
         if probe.returncode == 0:
