@@ -34,8 +34,8 @@ class Dataset {
 // Mirror of DatasetConfig (framework/config/config.h); datasets/ does not depend on the config.
 struct DatasetSpec {
   std::string name;  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic | synthetic_tokens | text |
-                     // synthetic_interactions
-  std::string path;  // directory (IDX, CIFAR) or text file; empty = the dataset's default
+                     // synthetic_interactions | npy
+  std::string path;  // directory (IDX, CIFAR, npy) or text file; empty = the dataset's default
   bool augment = false;
   int64_t train_size = 4096;
   int64_t test_size = 1024;
@@ -45,6 +45,8 @@ struct DatasetSpec {
   std::string vocab;
   int64_t users = 10000;
   int64_t items = 5000;
+  // npy: the four arrays; an empty one is path/<key>.npy
+  std::string train_inputs, train_labels, test_inputs, test_labels;
 };
 
 struct DatasetSplits {

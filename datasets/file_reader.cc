@@ -1,7 +1,10 @@
 // DYNAMIX — gzip-or-raw file reading through zlib (gzread passes non-gzip files through unchanged).
 #include "datasets/file_reader.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -50,6 +53,32 @@ std::vector<uint8_t> read_maybe_gz(const std::string& path) {
     throw Error(path + ": damaged or truncated gzip stream: " + msg);
   }
   return out;
+}
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+  if (!file_exists(path)) throw Error(path + ": file not found");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw Error(path + ": cannot stat: " + std::strerror(err));
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ > 0) {  // mmap of length 0 fails; an empty file maps to nothing
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    const int err = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) throw Error(path + ": cannot memory-map: " + std::strerror(err));
+    data_ = static_cast<const uint8_t*>(p);
+  } else {
+    ::close(fd);
+  }
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 }  // namespace dynamix

@@ -2,6 +2,7 @@
 #include "datasets/cifar_dataset.h"
 #include "datasets/dataset.h"
 #include "datasets/idx_dataset.h"
+#include "datasets/npy_dataset.h"
 #include "datasets/synthetic.h"
 #include "datasets/synthetic_interactions.h"
 #include "datasets/text_dataset.h"
@@ -40,10 +41,14 @@ DatasetSplits load_dataset(const DatasetSpec& spec) {
     return {std::make_shared<SyntheticInteractions>(spec.train_size, spec.users, spec.items, kTrainKey),
             std::make_shared<SyntheticInteractions>(spec.test_size, spec.users, spec.items, kTestKey)};
   }
+  if (name == "npy") {
+    return load_npy_dataset(
+        {spec.path, spec.train_inputs, spec.train_labels, spec.test_inputs, spec.test_labels});
+  }
   throw Error(
       "dataset.name: unknown dataset '" + name +
       "' (expected fashion_mnist | mnist | cifar10 | cifar100 | synthetic | synthetic_tokens | text | "
-      "synthetic_interactions)");
+      "synthetic_interactions | npy)");
 }
 
 }  // namespace dynamix

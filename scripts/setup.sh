@@ -21,7 +21,11 @@ packages=(
   iproute2                           # network namespaces / netem for the retransmit test
   dataset-fashion-mnist              # real Fashion-MNIST, offline
   python3-matplotlib                 # plots (served to /usr/bin/python3)
+<<<<<<< HEAD
   python3-yaml                       # scripts/experiments/run_suite.py reads suite files
+=======
+  python3-numpy                      # scripts/tools/to_npy.py and the .npy end-to-end test
+>>>>>>> helper-data
 )
 
 SUDO=""

@@ -30,7 +30,7 @@ Fields dataset_fields(DatasetConfig& d, const YamlReader& r) {
        [&](const Node& v, const Path& p) {
          d.name = r.choice(v, p,
                            {"fashion_mnist", "mnist", "cifar10", "cifar100", "synthetic", "synthetic_tokens",
-                            "text", "synthetic_interactions"});
+                            "text", "synthetic_interactions", "npy"});
        }},
       {"path", [&](const Node& v, const Path& p) { d.path = r.string(v, p); }},
       {"augment", [&](const Node& v, const Path& p) { d.augment = r.boolean(v, p); }},
@@ -73,6 +73,10 @@ Fields dataset_fields(DatasetConfig& d, const YamlReader& r) {
          d.items = r.integer(v, p);
          r.require(d.items >= 1, v, p, "must be >= 1");
        }},
+      {"train_inputs", [&](const Node& v, const Path& p) { d.train_inputs = r.string(v, p); }},
+      {"train_labels", [&](const Node& v, const Path& p) { d.train_labels = r.string(v, p); }},
+      {"test_inputs", [&](const Node& v, const Path& p) { d.test_inputs = r.string(v, p); }},
+      {"test_labels", [&](const Node& v, const Path& p) { d.test_labels = r.string(v, p); }},
   };
 }
 

@@ -12,7 +12,7 @@ namespace dynamix {
 
 struct DatasetConfig {
   std::string name = "fashion_mnist";  // fashion_mnist | mnist | cifar10 | cifar100 | synthetic |
-                                       // synthetic_tokens | text | synthetic_interactions
+                                       // synthetic_tokens | text | synthetic_interactions | npy
   std::string
       path;  // directory or file; default per dataset (fashion_mnist: /usr/share/datasets/fashion-mnist)
   bool augment = false;  // CIFAR-style random crop + flip on the training set
@@ -25,6 +25,9 @@ struct DatasetConfig {
   std::string vocab;      // text: vocabulary file (one token per line); empty = built from the text
   int64_t users = 10000;  // synthetic_interactions: user ids
   int64_t items = 5000;   // synthetic_interactions: item ids
+  // npy: the four .npy files; an empty one is path/<key>.npy (path: a folder, e.g. from
+  // scripts/tools/to_npy.py)
+  std::string train_inputs, train_labels, test_inputs, test_labels;
 };
 
 struct TrainConfig {

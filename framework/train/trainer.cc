@@ -44,6 +44,10 @@ DatasetSpec dataset_spec(const DatasetConfig& d) {
   s.vocab = d.vocab;
   s.users = d.users;
   s.items = d.items;
+  s.train_inputs = d.train_inputs;
+  s.train_labels = d.train_labels;
+  s.test_inputs = d.test_inputs;
+  s.test_labels = d.test_labels;
   return s;
 }
 

@@ -10,6 +10,7 @@
 namespace dynamix {
 namespace {
 
+using testing::error_of;
 using testing::TempDir;
 using testing::write_bytes;
 
@@ -34,15 +35,6 @@ void write_cifar10(const TempDir& d, const std::string& sub = "") {
   for (int i = 1; i <= 5; ++i)
     write_bytes(dir + "/data_batch_" + std::to_string(i) + ".bin", cifar_records((i - 1) * 3, 3, false));
   write_bytes(dir + "/test_batch.bin", cifar_records(100, 2, false), /*gz=*/false);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 TEST(Cifar, Cifar10RoundTrip) {

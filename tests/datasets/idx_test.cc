@@ -12,6 +12,7 @@
 namespace dynamix {
 namespace {
 
+using testing::error_of;
 using testing::put_be32;
 using testing::TempDir;
 using testing::write_bytes;
@@ -41,15 +42,6 @@ void write_idx_dir(const TempDir& d, bool gz, uint32_t n1 = 12, uint32_t n2 = 5)
   write_bytes(d.file("train-labels-idx1-ubyte" + ext), idx_labels(n1), gz);
   write_bytes(d.file("t10k-images-idx3-ubyte" + ext), idx_images(n2, 28, 28), gz);
   write_bytes(d.file("t10k-labels-idx1-ubyte" + ext), idx_labels(n2), gz);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 void check_round_trip(bool gz) {

@@ -1,4 +1,4 @@
-// DYNAMIX tests — a temporary directory removed at scope exit, and small file writers.
+// DYNAMIX tests — a temporary directory removed at scope exit, small file writers, error capture.
 #pragma once
 
 #include <stdlib.h>
@@ -7,8 +7,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "framework/core/error.h"
 
 namespace dynamix::testing {
 
@@ -43,6 +46,16 @@ inline void write_text(const std::string& path, const std::string& text) { std::
 
 inline void put_be32(std::vector<uint8_t>& b, uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<uint8_t>(v >> s));
+}
+
+// The message of the dynamix::Error that `f` throws, or "<no error>".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
 }
 
 }  // namespace dynamix::testing

@@ -46,6 +46,32 @@ def check_outputs(outdir):
     assert r.returncode == 0, f"check-outputs failed for {outdir}"
 
 
+def expect_error(cmd, needle, what):
+    """Runs `cmd`; expects a non-zero exit and a clean message (no crash trace) holding `needle`."""
+    r = run(cmd, timeout=300)
+    out = r.stdout + r.stderr
+    if r.returncode == 0:
+        fail(f"{what}: exit 0, expected an error\n{out}")
+    if needle not in out:
+        fail(f"{what}: error does not mention {needle!r}:\n{out}")
+    # LibTorch's assertions and backtraces, C++ stream errors: not messages for a user.
+    for crash in ("Traceback", "core dumped", "terminate called", "INTERNAL ASSERT", "Exception raised from",
+                  "basic_filebuf", "basic_ios"):
+        if crash in out:
+            fail(f"{what}: {crash!r} instead of (or besides) a clean error:\n{out}")
+    print(f"ok: {what}: exit {r.returncode}, says {needle!r}")
+
+
+def python_with(*modules):
+    """A Python interpreter that imports `modules` (this one, else Debian's /usr/bin/python3, where
+    scripts/setup.sh installs python3-numpy); fails the test when there is none."""
+    for python in dict.fromkeys([sys.executable, "/usr/bin/python3"]):
+        probe = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True)
+        if probe.returncode == 0:
+            return python
+    fail(f"no Python with {', '.join(modules)} (scripts/setup.sh installs them)")
+
+
 class TempDir:
     def __enter__(self):
         self.path = Path(tempfile.mkdtemp(prefix="dynamix_e2e_"))

@@ -6,7 +6,7 @@ import os
 import struct
 import sys
 
-from e2e_util import DYNAMIX, TempDir, fail, run, train_cmd, write
+from e2e_util import DYNAMIX, TempDir, expect_error, fail, run, train_cmd, write
 
 TINY = """
 model: mlp
@@ -15,21 +15,6 @@ batch: {init: 8}
 train: {max_steps: 4}
 output: {dir: OUT}
 """
-
-
-def expect_error(cmd, needle, what):
-    r = run(cmd, timeout=300)
-    out = r.stdout + r.stderr
-    if r.returncode == 0:
-        fail(f"{what}: exit 0, expected an error\n{out}")
-    if needle not in out:
-        fail(f"{what}: error does not mention {needle!r}:\n{out}")
-    # LibTorch's assertions and backtraces, C++ stream errors: not messages for a user.
-    for crash in ("Traceback", "core dumped", "terminate called", "INTERNAL ASSERT", "Exception raised from",
-                  "basic_filebuf", "basic_ios"):
-        if crash in out:
-            fail(f"{what}: {crash!r} instead of (or besides) a clean error:\n{out}")
-    print(f"ok: {what}: exit {r.returncode}, says {needle!r}")
 
 
 def idx_images(n, rows=28, cols=28):

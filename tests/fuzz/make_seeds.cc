@@ -1,5 +1,5 @@
 // DYNAMIX fuzz seeds — writes the binary seed inputs of tests/fuzz/corpus/ with our own writers:
-//   fuzz_make_seeds OUT_DIR   (creates OUT_DIR/{idx,cifar,checkpoint}/; configs are hand-written)
+//   fuzz_make_seeds OUT_DIR   (creates OUT_DIR/{idx,cifar,npy,checkpoint}/; configs are hand-written)
 // The layouts are those the harnesses expect (see the comment at the top of each fuzz_*.cc).
 #include <zlib.h>
 
@@ -12,6 +12,7 @@
 
 #include "framework/train/checkpoint.h"
 #include "framework/train/checkpoint_file.h"
+#include "tests/datasets/npy_writer.h"
 #include "tests/fuzz/tiny_checkpoint.h"
 
 namespace {
@@ -79,6 +80,15 @@ Bytes cifar_records(int count, bool cifar100) {
   }
   return b;
 }
+// fuzz_npy's layout: [u16 LE n][labels file][inputs file].
+Bytes npy_input(const Bytes& labels, const Bytes& inputs) {
+  Bytes b;
+  put_le16(b, labels.size());
+  append(b, labels);
+  append(b, inputs);
+  return b;
+}
+
 Bytes cifar_input(uint8_t flags, const Bytes& first, const Bytes& second) {
   Bytes b{flags};
   put_le16(b, first.size());
@@ -109,6 +119,19 @@ int main(int argc, char** argv) {
   write(out / "cifar/cifar100_augment", cifar_input(1 | 2, {}, cifar_records(1, true)));
   write(out / "cifar/cifar10_two_files", cifar_input(4, cifar_records(1, false), cifar_records(1, false)));
   write(out / "cifar/cifar10_gzip_two", cifar_input(2, {}, gzip(cifar_records(2, false))));
+
+  using dynamix::testing::npy_bytes;
+  using dynamix::testing::npy_data;
+  using dynamix::testing::npy_header_dict;
+  write(out / "npy/f4_3x2x2_i8",
+        npy_input(npy_bytes(npy_header_dict("<i8", "(3,)"), npy_data<int64_t>({0, 1, 2})),
+                  npy_bytes(npy_header_dict("<f4", "(3, 2, 2)"), npy_data(std::vector<float>(12, 0.5f)), 2)));
+  write(out / "npy/u1_2x3_u1",
+        npy_input(npy_bytes(npy_header_dict("|u1", "(2,)"), npy_data<uint8_t>({7, 9})),
+                  npy_bytes(npy_header_dict("|u1", "(2, 3)"), npy_data<uint8_t>({1, 2, 3, 4, 5, 6}))));
+  write(out / "npy/i4_1x1_i4",
+        npy_input(npy_bytes(npy_header_dict("<i4", "(1,)"), npy_data<int32_t>({3})),
+                  npy_bytes(npy_header_dict("<i4", "(1, 1)"), npy_data<int32_t>({42}), 3)));
 
   // A checkpoint of the tiny model after one step, as the trainer writes it (one rank).
   dynamix::fuzz::TinyRun run;
