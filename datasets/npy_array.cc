@@ -21,9 +21,9 @@ struct DtypeEntry {
   torch::ScalarType type;
 };
 constexpr DtypeEntry kDtypes[] = {
-    {"f2", torch::kFloat16}, {"f4", torch::kFloat32}, {"f8", torch::kFloat64}, {"u1", torch::kUInt8},
-    {"i1", torch::kInt8},    {"i2", torch::kInt16},   {"i4", torch::kInt32},   {"i8", torch::kInt64},
-    {"b1", torch::kBool},
+    {"f2", torch::kFloat16}, {"f4", torch::kFloat32}, {"f8", torch::kFloat64},
+    {"u1", torch::kUInt8},   {"i1", torch::kInt8},    {"i2", torch::kInt16},
+    {"i4", torch::kInt32},   {"i8", torch::kInt64},   {"b1", torch::kBool},
 };
 
 torch::ScalarType dtype_of(const std::string& descr, const std::string& path) {
@@ -156,7 +156,8 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
   if (size < kMagicLen || std::memcmp(data, kMagic, kMagicLen) != 0) {
     throw Error(path + ": not a .npy file (bad magic; expected \\x93NUMPY)");
   }
-  if (size < kMagicLen + 2) throw Error(path + ": truncated .npy header (" + std::to_string(size) + " bytes)");
+  if (size < kMagicLen + 2)
+    throw Error(path + ": truncated .npy header (" + std::to_string(size) + " bytes)");
   const int major = data[6], minor = data[7];
   if (major < 1 || major > 3 || minor != 0) {
     throw Error(path + ": unsupported .npy format version " + std::to_string(major) + "." +
@@ -176,7 +177,8 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
       .parse(h.descr, fortran, h.shape);
   h.dtype = dtype_of(h.descr, path);
   if (fortran) {
-    throw Error(path + ": fortran_order is True; save a C-order array (np.save(path, np.ascontiguousarray(a)))");
+    throw Error(path +
+                ": fortran_order is True; save a C-order array (np.save(path, np.ascontiguousarray(a)))");
   }
   h.data_offset = preamble + header_len;
   const size_t item = torch::elementSize(h.dtype);

@@ -16,14 +16,16 @@ bool is_signed_integer(torch::ScalarType t) {
 }
 
 // The type a model takes for inputs stored as `t`.
-torch::ScalarType batch_type(torch::ScalarType t) { return is_signed_integer(t) ? torch::kInt64 : torch::kFloat32; }
+torch::ScalarType batch_type(torch::ScalarType t) {
+  return is_signed_integer(t) ? torch::kInt64 : torch::kFloat32;
+}
 
 // Checks that `labels` holds non-negative integer class ids, one per sample; returns the largest plus one.
 int64_t label_classes(const NpyArray& labels) {
   const torch::Tensor& l = labels.data;
   if (!is_signed_integer(l.scalar_type()) && l.scalar_type() != torch::kUInt8) {
-    throw Error(labels.path + ": labels must be integer class ids (uint8, int8/16/32/64), not '" + labels.descr +
-                "'");
+    throw Error(labels.path + ": labels must be integer class ids (uint8, int8/16/32/64), not '" +
+                labels.descr + "'");
   }
   if (l.dim() != 1) {
     throw Error(labels.path + ": labels must have shape (N,), one class id per sample; got " +
@@ -95,12 +97,14 @@ DatasetSplits load_npy_dataset(const NpyFiles& f) {
   NpyArray test_x = load_npy(file_in(f.test_inputs, f.dir, "test_inputs"));
   NpyArray test_y = load_npy(file_in(f.test_labels, f.dir, "test_labels"));
   if (train_x.data.scalar_type() != test_x.data.scalar_type()) {
-    throw Error(train_x.path + " holds '" + train_x.descr + "' but " + test_x.path + " holds '" + test_x.descr +
-                "': both splits need the same input dtype");
+    throw Error(train_x.path + " holds '" + train_x.descr + "' but " + test_x.path + " holds '" +
+                test_x.descr + "': both splits need the same input dtype");
   }
-  if (train_x.data.dim() != test_x.data.dim() || per_sample_shape(train_x.data) != per_sample_shape(test_x.data)) {
+  if (train_x.data.dim() != test_x.data.dim() ||
+      per_sample_shape(train_x.data) != per_sample_shape(test_x.data)) {
     throw Error(train_x.path + " has shape " + npy_shape_text(train_x.data.sizes()) + " but " + test_x.path +
-                " has " + npy_shape_text(test_x.data.sizes()) + ": samples of both splits need the same shape");
+                " has " + npy_shape_text(test_x.data.sizes()) +
+                ": samples of both splits need the same shape");
   }
   const int64_t classes = std::max(label_classes(train_y), label_classes(test_y));
   return {std::make_shared<NpyDataset>(std::move(train_x), std::move(train_y), classes),

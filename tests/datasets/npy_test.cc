@@ -48,9 +48,10 @@ std::string load_error(const std::vector<uint8_t>& bytes) {
 
 TEST(Npy, NumpyWrittenFilesOfEveryDtypeAndVersion) {
   const std::vector<std::pair<std::string, torch::ScalarType>> files = {
-      {"v1_f2", torch::kFloat16}, {"v1_f4", torch::kFloat32}, {"v1_f8", torch::kFloat64}, {"v1_u1", torch::kUInt8},
-      {"v1_i1", torch::kInt8},    {"v1_i2", torch::kInt16},   {"v1_i4", torch::kInt32},   {"v1_i8", torch::kInt64},
-      {"v1_b1", torch::kBool},    {"v2_f4", torch::kFloat32}, {"v3_f4", torch::kFloat32}, {"v2_i8", torch::kInt64},
+      {"v1_f2", torch::kFloat16}, {"v1_f4", torch::kFloat32}, {"v1_f8", torch::kFloat64},
+      {"v1_u1", torch::kUInt8},   {"v1_i1", torch::kInt8},    {"v1_i2", torch::kInt16},
+      {"v1_i4", torch::kInt32},   {"v1_i8", torch::kInt64},   {"v1_b1", torch::kBool},
+      {"v2_f4", torch::kFloat32}, {"v3_f4", torch::kFloat32}, {"v2_i8", torch::kInt64},
       {"v3_u1", torch::kUInt8}};
   const torch::Tensor values = torch::arange(24, torch::kFloat64).reshape({4, 2, 3});
   for (const auto& [name, type] : files) {
@@ -105,7 +106,8 @@ TEST(Npy, MalformedHeaderDict) {
              "must be True or False");
   EXPECT_HAS(load_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}", none)),
              "non-negative integer");
-  EXPECT_HAS(load_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0,", none)), "bad .npy header");
+  EXPECT_HAS(load_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0,", none)),
+             "bad .npy header");
   EXPECT_HAS(load_error(npy_bytes(npy_header_dict("<f4", "(99999999999999999999,)"), none)), "too large");
   EXPECT_HAS(load_error(npy_bytes(npy_header_dict("<f8", "(4294967296, 4294967296, 4294967296)"), none)),
              "too large");
@@ -120,7 +122,8 @@ TEST(Npy, UnsupportedLayoutsAndDtypes) {
   EXPECT_HAS(load_error(npy_bytes("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,)}", four)),
              "structured dtypes");
   // Data starting at an even byte that is not a multiple of 8.
-  EXPECT_HAS(load_error(npy_bytes(npy_header_dict("<f8", "(2,)"), four, 1, 2)), "not aligned to its 8-byte items");
+  EXPECT_HAS(load_error(npy_bytes(npy_header_dict("<f8", "(2,)"), four, 1, 2)),
+             "not aligned to its 8-byte items");
   EXPECT_NO_THROW(load_npy(kFixtures + "v1_u1.npy"));  // '|u1': byte order does not apply
 }
 
@@ -157,7 +160,8 @@ TEST(Npy, ExplicitFilesAndInputTypes) {
   // uint8 inputs become float32 values as stored, int32 inputs int64 ids; int32 labels int64.
   const NpyArray u8 = load_npy(kFixtures + "v1_u1.npy"), i4 = load_npy(kFixtures + "v1_i4.npy");
   TempDir d;
-  write_bytes(d.file("y.npy"), npy_bytes(npy_header_dict("<i4", "(4,)"), npy_data(std::vector<int32_t>{0, 1, 1, 0})));
+  write_bytes(d.file("y.npy"),
+              npy_bytes(npy_header_dict("<i4", "(4,)"), npy_data(std::vector<int32_t>{0, 1, 1, 0})));
   const NpyArray y = load_npy(d.file("y.npy"));
   const Batch a = NpyDataset(u8, y, 2).get({3}, 0);
   EXPECT_EQ(a.inputs.scalar_type(), torch::kFloat32);
@@ -191,9 +195,11 @@ TEST(Npy, ArraysThatDoNotFitTogether) {
   EXPECT_HAS(dataset_error(), y + ": labels must be integer class ids");
   write_bytes(y, npy_bytes(npy_header_dict("<i8", "(6, 1)"), npy_data(std::vector<int64_t>(6, 0))));
   EXPECT_HAS(dataset_error(), "labels must have shape (N,), one class id per sample; got (6, 1)");
-  write_bytes(y, npy_bytes(npy_header_dict("<i8", "(6,)"), npy_data(std::vector<int64_t>{0, 1, -2, 0, 0, 0})));
+  write_bytes(y,
+              npy_bytes(npy_header_dict("<i8", "(6,)"), npy_data(std::vector<int64_t>{0, 1, -2, 0, 0, 0})));
   EXPECT_HAS(dataset_error(), y + ": label -2 at item 2 is negative");
-  write_bytes(y, npy_bytes(npy_header_dict("<i8", "(6,)"), npy_data(std::vector<int64_t>{0, int64_t{1} << 40, 0, 0, 0, 0})));
+  write_bytes(y, npy_bytes(npy_header_dict("<i8", "(6,)"),
+                           npy_data(std::vector<int64_t>{0, int64_t{1} << 40, 0, 0, 0, 0})));
   EXPECT_HAS(dataset_error(), y + ": label 1099511627776 at item 1 is not below 16777216");
 
   write_split(d, "train", 6);
@@ -202,7 +208,8 @@ TEST(Npy, ArraysThatDoNotFitTogether) {
   write_bytes(x, npy_bytes(npy_header_dict("<f4", "(6, 3, 2)"), npy_data(std::vector<float>(36, 0))));
   EXPECT_HAS(dataset_error(), "has shape (6, 3, 2) but " + d.file("test_inputs.npy") + " has (3, 2, 3)");
   write_bytes(x, npy_bytes(npy_header_dict("<f4", "(6,)"), npy_data(std::vector<float>(6, 0))));
-  write_bytes(d.file("test_inputs.npy"), npy_bytes(npy_header_dict("<f4", "(3,)"), npy_data(std::vector<float>(3, 0))));
+  write_bytes(d.file("test_inputs.npy"),
+              npy_bytes(npy_header_dict("<f4", "(3,)"), npy_data(std::vector<float>(3, 0))));
   EXPECT_HAS(dataset_error(), "inputs need a sample axis and a per-sample shape, got shape (6,)");
 
   const NpyArray labels = load_npy(d.file("test_labels.npy"));  // 0, 1, 2

@@ -34,7 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const dynamix::Batch b = ds.get({0, n - 1}, 1);
     std::vector<int64_t> want{2};
     for (int64_t d : ds.sample_shape()) want.push_back(d);
-    if (b.inputs.sizes() != c10::IntArrayRef(want)) dynamix::fuzz::fail("batch shape does not match sample_shape()");
+    if (b.inputs.sizes() != c10::IntArrayRef(want))
+      dynamix::fuzz::fail("batch shape does not match sample_shape()");
     if (b.targets.min().item<int64_t>() < 0 || b.targets.max().item<int64_t>() >= kClasses) {
       dynamix::fuzz::fail("a label outside [0, num_classes) was accepted");
     }
