@@ -243,9 +243,19 @@ def train(rank, world, local_world, cfg):
     dist.destroy_process_group()
 
 
+def hard_exit():
+    """Ends a rank without interpreter finalization. Seen here (2026-11-24): at exit, DDP's Reducer
+    destroys ProcessGroupGloo, which joins a gloo worker thread that is freeing a Python-visible
+    tensor and waits for the GIL the joining thread holds: a deadlock, one rank spinning forever."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def spawned(rank, world, port, cfg):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     train(rank, world, world, cfg)
+    hard_exit()
 
 
 def main():
@@ -258,7 +268,7 @@ def main():
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
               int(os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"])), cfg)
-        return 0
+        hard_exit()
     world = args.nproc or len((cfg.get("batch") or {}).get("init", [1])) or 1
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

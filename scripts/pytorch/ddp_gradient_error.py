@@ -111,6 +111,11 @@ def ddp_worker(rank, world, port, w0, batches_x, batches_y, result_path):
         torch.save([p.grad.detach().clone() for p in model.parameters()], result_path)
     dist.barrier()
     dist.destroy_process_group()
+    # No interpreter finalization: DDP's Reducer can deadlock destroying the gloo group at exit
+    # (see ddp_baseline.py hard_exit).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def main():
