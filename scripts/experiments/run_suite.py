@@ -18,7 +18,10 @@ A suite file (see configs/experiments/fashion_mnist.yaml):
       - static                    # a bare name: that policy, no overrides
       - {name: dynamix_adaptive, policy: dynamix, set: [batch.global=adaptive]}
 
-Every run is `mpirun -np RANKS dynamix train --config CONFIG --set ...` with output.dir under
+Every run is `mpirun -np RANKS dynamix train --config CONFIG --set ...` (a variant with policy
+`ddp`: `PYTHON scripts/pytorch/ddp_baseline.py --nproc RANKS --config CONFIG --set ...`, PyTorch
+DistributedDataParallel on the same config with batch.init fixed; PYTHON is $DYNAMIX_PYTHON, else
+Debian's /usr/bin/python3 where present, else this interpreter) with output.dir under
 DIR/runs/SCENARIO/VARIANT/sSEED.rREP (log beside it). Variants are interleaved: their order
 rotates for every (repetition, seed), so slow spells of a shared machine hit all alike. The
 runner writes DIR/runs.jsonl (one line per run: status, exit code, summary), DIR/results.csv and
@@ -43,7 +46,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_VARIANTS = ["static", "proportional", "gns", "dynamix"]
-POLICIES = {"static", "proportional", "gns", "dynamix"}
+POLICIES = {"static", "proportional", "gns", "dynamix", "ddp"}  # ddp: PyTorch DDP (scripts/pytorch)
 HEURISTICS = ("proportional", "gns")
 # (column stem, summary key, header in the Markdown table, format)
 METRICS = [
@@ -189,14 +192,25 @@ def plan_runs(suite, out):
     return runs
 
 
-def launch(run, binary, timeout):
-    np_ = rank_count(run["sc"], run["sets"])
-    cmd = ["mpirun", "-np", str(np_), "--oversubscribe", "--bind-to", "none"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    cmd += [binary, "train", "--config", str(run["sc"]["config"]), "--overwrite"]
+def run_command(run, binary, np_):
+    if run["policy"] == "ddp":
+        python = os.environ.get("DYNAMIX_PYTHON") or ("/usr/bin/python3" if os.path.exists("/usr/bin/python3")
+                                                      else sys.executable)
+        cmd = [python, str(REPO / "scripts" / "pytorch" / "ddp_baseline.py"), "--nproc", str(np_),
+               "--config", str(run["sc"]["config"])]
+    else:
+        cmd = ["mpirun", "-np", str(np_), "--oversubscribe", "--bind-to", "none"]
+        if os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+        cmd += [binary, "train", "--config", str(run["sc"]["config"]), "--overwrite"]
     for s in run["sets"]:
         cmd += ["--set", s]
+    return cmd
+
+
+def launch(run, binary, timeout):
+    np_ = rank_count(run["sc"], run["sets"])
+    cmd = run_command(run, binary, np_)
     run["dir"].parent.mkdir(parents=True, exist_ok=True)
     log = run["dir"].parent / (run["dir"].name + ".log")
     rec = {k: run[k] for k in ("scenario", "variant", "policy", "seed", "rep")}
@@ -385,8 +399,7 @@ def main(argv=None):
         return 2
     if args.dry_run:
         for r in runs:
-            print(f"mpirun -np {r['ranks']} {binary} train --config {r['sc']['config']} --overwrite " +
-                  " ".join("--set " + shlex.quote(s) for s in r["sets"]))
+            print(shlex.join(run_command(r, binary, r["ranks"])))
         return 0
     if not Path(binary).is_file():
         print(f"run_suite: error: dynamix binary {binary} not found (set DYNAMIX_BIN)", file=sys.stderr)
