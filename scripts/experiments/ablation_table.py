@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Markdown table from agent_ablation.sh's outputs: per removed feature group, the dynamix
 policy's time to target against the best heuristic (median, worst, median of the dynamic
 scenarios), against static on the homogeneous ones (worst), and the fraction of the balanced ideal

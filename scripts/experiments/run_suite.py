@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Experiment runner: real `dynamix train` runs of several variants on several scenarios.
 
 Usage: scripts/experiments/run_suite.py SUITE.yaml [--out DIR] [--reps N] [--max-steps N] ...

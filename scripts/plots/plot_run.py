@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Plots of one training run from its outputs (metrics.jsonl, eval.jsonl, decisions.jsonl,
 summary.json).
 

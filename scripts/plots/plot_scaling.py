@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Simulator scaling plot: every policy from 4 to 1024 simulated nodes.
 
 Usage: scripts/plots/plot_scaling.py [--config configs/sim_hetero32.yaml] [--nodes 4,8,...,1024]

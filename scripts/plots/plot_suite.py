@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Plots of a suite run by scripts/experiments/run_suite.py.
 
 Usage: scripts/plots/plot_suite.py SUITE_OUT_DIR [--out DIR]

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Converts a Python data set to the .npy folder `dataset: {name: npy, path: DIR}` reads.
 
 DIR receives train_inputs.npy, train_labels.npy, test_inputs.npy, test_labels.npy: inputs of
