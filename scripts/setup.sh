@@ -18,15 +18,12 @@ packages=(
   clang llvm                         # eBPF programs (clang -target bpf)
   clang-format                       # scripts/format.sh: the checked-in .clang-format, checked in CI
   libbpf-dev libelf-dev bpftool      # eBPF loader, skeletons, vmlinux.h from kernel BTF
-  iproute2                           # network namespaces / netem for the retransmit test
+  iproute2                           # network namespaces / tc tbf for the retransmit test
   dataset-fashion-mnist              # real Fashion-MNIST, offline
   python3-matplotlib                 # plots (served to /usr/bin/python3)
-<<<<<<< HEAD
   python3-yaml                       # scripts/experiments/run_suite.py reads suite files
-=======
   python3-numpy                      # scripts/tools/to_npy.py and the .npy end-to-end test
   python3-torch                      # PyTorch DDP side by side (scripts/pytorch/, e2e_pytorch_ddp)
->>>>>>> helper-data
 )
 
 SUDO=""
