@@ -154,14 +154,4 @@ BatchPlan project_plan(std::vector<double> desired, const std::vector<int32_t>& 
   return plan;
 }
 
-std::vector<int32_t> even_split(int64_t total, int n, int32_t lo, int32_t hi) {
-  DYNAMIX_CHECK(n >= 1 && lo <= hi, "even_split: needs n >= 1 and lo <= hi");
-  std::vector<int32_t> out(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    const int64_t b = total / n + (i < total % n ? 1 : 0);
-    out[static_cast<size_t>(i)] = static_cast<int32_t>(std::clamp<int64_t>(b, lo, hi));
-  }
-  return out;
-}
-
 }  // namespace dynamix

@@ -21,10 +21,6 @@ namespace dynamix {
 BatchPlan project_plan(std::vector<double> desired, const std::vector<int32_t>& current,
                        const BatchBounds& b);
 
-// `total` split over n ranks as evenly as integers allow (the first total mod n ranks get one
-// more), each clamped to [lo, hi]: the sum is `total` whenever n·lo <= total <= n·hi.
-std::vector<int32_t> even_split(int64_t total, int n, int32_t lo, int32_t hi);
-
 // Upper bound of rank i under b (b.max empty = unbounded, one value = every rank).
 int32_t rank_max(const BatchBounds& b, size_t i);
 

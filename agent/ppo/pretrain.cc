@@ -83,6 +83,10 @@ std::vector<double> draw_speeds(Draw& d, int32_t nodes, double max_ratio, bool h
   return speed;
 }
 
+// Every kind random_episode draws (PretrainEpisode::kind): no events, then draw_events' five.
+constexpr const char* kEpisodeKinds[] = {"homogeneous", "static", "step",   "transient",
+                                         "periodic",    "wave",   "recover"};
+
 // Dynamic heterogeneity over an episode of `steps` steps; returns its kind.
 std::string draw_events(Draw& d, SimConfig& c, int64_t steps, int64_t window) {
   const int32_t n = c.nodes;
@@ -200,15 +204,14 @@ int run_pretrain(const PretrainOptions& o) {
                 "agent pretrain: windows and window sizes must be >= 1");
   DYNAMIX_CHECK(o.batch_per_rank >= 8 && o.batch_per_rank <= o.batch_max,
                 "agent pretrain: batch_per_rank must lie in [8, batch_max]");
-  const std::vector<std::string> kinds = {"homogeneous", "static", "step",   "transient",
-                                          "periodic",    "wave",   "recover"};
+  std::string known;
+  for (const char* k : kEpisodeKinds) known += (known.empty() ? "" : ", ") + std::string(k);
   for (const auto& k : o.exclude) {
-    DYNAMIX_CHECK(std::find(kinds.begin(), kinds.end(), k) != kinds.end(),
-                  "agent pretrain: --exclude '" + k +
-                      "' is not an episode kind (homogeneous, static, step, transient, periodic, wave, "
-                      "recover)");
+    DYNAMIX_CHECK(std::find(std::begin(kEpisodeKinds), std::end(kEpisodeKinds), k) != std::end(kEpisodeKinds),
+                  "agent pretrain: --exclude '" + k + "' is not an episode kind (" + known + ")");
   }
-  DYNAMIX_CHECK(o.exclude.size() < kinds.size(), "agent pretrain: --exclude leaves no episode kind");
+  DYNAMIX_CHECK(o.exclude.size() < std::size(kEpisodeKinds),
+                "agent pretrain: --exclude leaves no episode kind");
   std::ostream& out = o.log ? *o.log : std::cout;
   // One intra-op thread: the same seed rebuilds the same policy file bit for bit (the small
   // network gains nothing from more threads, and reductions split over threads may reorder sums).

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/core/error.h"
+#include "framework/core/stats.h"
 
 namespace dynamix {
 namespace {
@@ -40,13 +41,6 @@ FittedRank fit_rank(const std::vector<double>& b, const std::vector<double>& t) 
   const Eigen::VectorXd pred = (f.alpha_s + f.beta_s * vb.array()).matrix();
   f.rel_residual = std::sqrt((vt - pred).cwiseQuotient(pred).squaredNorm() / double(n));
   return f;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const auto mid = v.begin() + std::ptrdiff_t(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
 }
 
 // Appends one step record; lines without batch_sizes/compute_time (not step records) are skipped.
@@ -121,7 +115,7 @@ FittedProfile fit_profile_from_metrics(const std::string& path) {
     residuals.push_back(out.ranks.back().rel_residual);
   }
   if (skip_first && log.exposed.size() >= 10) log.exposed.erase(log.exposed.begin());
-  out.exposed_comm_s = median(log.exposed);
+  out.exposed_comm_s = log.exposed.empty() ? 0 : median(log.exposed);
   out.grad_bytes = log.grad_bytes;
   out.noise = median(residuals);
   return out;

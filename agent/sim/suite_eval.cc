@@ -11,16 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/core/error.h"
+#include "framework/core/stats.h"
 
 namespace dynamix {
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 
 double worst(const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); }
 

@@ -11,6 +11,7 @@
 #include "framework/comm/mpi_communicator.h"
 #include "framework/core/error.h"
 #include "framework/core/mpi_runtime.h"
+#include "framework/core/stats.h"
 #include "framework/train/precision.h"
 #include "framework/train/trainer.h"
 #include "models/registry.h"
@@ -27,11 +28,6 @@ batch: {init: 64}
 train: {optimizer: sgd, lr: 0.01, momentum: 0.9, max_steps: 1000000, epochs: 1000}
 output: {dir: runs/bench_step}
 )";
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

@@ -270,7 +270,12 @@ void Trainer::resplit_for_new_world() {
   if (progress_.base_batch <= 0) progress_.base_batch = old_b;  // checkpoints from before the field
   lr_.base_batch = progress_.base_batch;
   const int64_t want = bounds_.fixed_global ? progress_.base_batch : old_b;
-  plan_ = even_split(want, world_, std::max(1, bounds_.min), config_.batch.max);
+  BatchBounds even = bounds_;  // the same B on every rank, within the bounds, largest remainders first
+  even.fixed_global = true;
+  even.global_batch = static_cast<int32_t>(want);
+  even.max_change = 0;
+  const std::vector<double> desired(static_cast<size_t>(world_), double(want) / world_);
+  plan_ = project_plan(desired, std::vector<int32_t>(static_cast<size_t>(world_), 1), even).batch_sizes;
   const int64_t got = std::accumulate(plan_.begin(), plan_.end(), int64_t{0});
   bounds_.global_batch = static_cast<int32_t>(got);
   std::string shown;

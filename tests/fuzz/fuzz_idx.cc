@@ -9,6 +9,7 @@
 #include "datasets/file_reader.h"
 #include "datasets/idx_dataset.h"
 #include "framework/core/error.h"
+#include "tests/fuzz/dataset_checks.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -24,16 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (ds.labels().min().item<int64_t>() < 0 || ds.labels().max().item<int64_t>() >= ds.num_classes()) {
       dynamix::fuzz::fail("a label outside [0, num_classes) was accepted");
     }
-    const dynamix::Batch b = ds.get({0, n - 1}, 1);
-    const std::vector<int64_t> shape = ds.sample_shape();
-    if (b.inputs.sizes() != c10::IntArrayRef({2, shape[0], shape[1], shape[2]})) {
-      dynamix::fuzz::fail("batch shape does not match sample_shape()");
-    }
-    try {
-      ds.get({n}, 1);
-      dynamix::fuzz::fail("index n was accepted");
-    } catch (const dynamix::Error&) {
-    }
+    dynamix::fuzz::check_batches(ds);
   } catch (const dynamix::Error&) {
   }
   return 0;
