@@ -10,6 +10,10 @@
 #include "framework/core/error.h"
 
 namespace dynamix {
+namespace {
+constexpr int kMinAffineObservations = 4;  // two parameters and at least two degrees of freedom
+constexpr double kAlphaSignificance = 2;   // |alpha| / standard error to keep the fixed cost
+}  // namespace
 
 RankTimeModels::RankTimeModels() : RankTimeModels(Options{}) {}
 
@@ -36,18 +40,32 @@ RankTimeModels::Model RankTimeModels::fit(const std::deque<Observation>& obs) co
     b[k] = obs[size_t(k)].batch;
     t[k] = obs[size_t(k)].seconds;
   }
-  const bool distinct = b.maxCoeff() - b.minCoeff() >= 0.5;
-  if (distinct) {
-    // Weighted least squares on [1, b] -> (alpha, beta).
+  bool affine = false;
+  if (n >= kMinAffineObservations && b.maxCoeff() - b.minCoeff() >= 0.5) {
+    // Weighted least squares on [1, b] -> (alpha, beta), kept only where the fixed cost alpha is
+    // significant: batches that barely vary under noisy times give a slope of pure noise (a
+    // homogeneous cluster would then split its batch 16..51 on a 32 plan).
     Eigen::MatrixXd A(n, 2);
     A.col(0) = w.cwiseSqrt();
     A.col(1) = w.cwiseSqrt().cwiseProduct(b);
-    const Eigen::Vector2d x = A.colPivHouseholderQr().solve(w.cwiseSqrt().cwiseProduct(t));
+    const Eigen::VectorXd y = w.cwiseSqrt().cwiseProduct(t);
+    const Eigen::Vector2d x = A.colPivHouseholderQr().solve(y);
     m.alpha = x[0];
     m.beta = x[1];
+    // Every time has the same noise variance s2; the forgetting weights only discount age, so
+    // the coefficients' covariance is the sandwich s2 (X'WX)^-1 (X'W²X) (X'WX)^-1.
+    const double n_eff = w.sum() * w.sum() / w.squaredNorm();
+    const double s2 = (y - A * x).squaredNorm() / w.sum() * n_eff / std::max(n_eff - 2, 1.0);
+    Eigen::MatrixXd X(n, 2);
+    X.col(0).setOnes();
+    X.col(1) = b;
+    const Eigen::Matrix2d bread = (A.transpose() * A).inverse();
+    const Eigen::Matrix2d meat = X.transpose() * w.cwiseProduct(w).asDiagonal() * X;
+    const double var_alpha = s2 * (bread * meat * bread)(0, 0);
+    affine = m.beta > 0 && m.alpha >= 0 && m.alpha * m.alpha > kAlphaSignificance * kAlphaSignificance * var_alpha;
   }
-  if (!distinct || !(m.beta > 0) || !(m.alpha >= 0)) {
-    // One batch size seen (or a noisy fit): the proportional prior t = beta·b through the origin.
+  if (!affine) {
+    // One batch size seen, or no significant fixed cost: the proportional prior t = beta·b.
     m.alpha = 0;
     m.beta = w.dot(t.cwiseProduct(b)) / w.dot(b.cwiseProduct(b));
   }
