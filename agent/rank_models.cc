@@ -11,7 +11,7 @@
 
 namespace dynamix {
 namespace {
-constexpr int kMinAffineObservations = 4;  // two parameters and at least two degrees of freedom
+constexpr int kMinAffineObservations = 3;  // two parameters and one degree of freedom for the noise
 constexpr double kAlphaSignificance = 2;   // |alpha| / standard error to keep the fixed cost
 }  // namespace
 
@@ -62,7 +62,8 @@ RankTimeModels::Model RankTimeModels::fit(const std::deque<Observation>& obs) co
     const Eigen::Matrix2d bread = (A.transpose() * A).inverse();
     const Eigen::Matrix2d meat = X.transpose() * w.cwiseProduct(w).asDiagonal() * X;
     const double var_alpha = s2 * (bread * meat * bread)(0, 0);
-    affine = m.beta > 0 && m.alpha >= 0 && m.alpha * m.alpha > kAlphaSignificance * kAlphaSignificance * var_alpha;
+    affine =
+        m.beta > 0 && m.alpha >= 0 && m.alpha * m.alpha > kAlphaSignificance * kAlphaSignificance * var_alpha;
   }
   if (!affine) {
     // One batch size seen, or no significant fixed cost: the proportional prior t = beta·b.

@@ -94,4 +94,9 @@ torch::Tensor entropy(const torch::Tensor& logits) {
   return -(logp.exp() * logp).sum(-1);
 }
 
+torch::Tensor kl_to(const torch::Tensor& logits, const torch::Tensor& ref_log_probs) {
+  auto logp = torch::log_softmax(logits, -1);
+  return (logp.exp() * (logp - ref_log_probs)).sum(-1);
+}
+
 }  // namespace dynamix

@@ -49,5 +49,7 @@ bool parameters_finite(ActorCritic& net);
 torch::Tensor action_log_prob(const torch::Tensor& logits, const torch::Tensor& actions);
 // Entropy of each categorical: [T].
 torch::Tensor entropy(const torch::Tensor& logits);
+// KL(pi || ref) of each categorical against one reference distribution (log-probabilities [A]): [T].
+torch::Tensor kl_to(const torch::Tensor& logits, const torch::Tensor& ref_log_probs);
 
 }  // namespace dynamix

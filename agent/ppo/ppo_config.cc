@@ -111,6 +111,7 @@ const std::map<std::string, Field>& fields() {
         }}},
       {"prior_logit", scalar(&PpoConfig::prior_logit)},
       {"prior_action", scalar(&PpoConfig::prior_action)},
+      {"prior_kl_coef", scalar(&PpoConfig::prior_kl_coef)},
       {"obs_clip", scalar(&PpoConfig::obs_clip)},
       {"ablate",
        {[](const PpoConfig& c) { return join_words(c.ablate); },
@@ -179,6 +180,7 @@ void validate(const PpoConfig& c) {
   for (int64_t h : c.hidden) check(h >= 1, "hidden", "positive widths");
   check(std::isfinite(c.prior_logit), "prior_logit", "finite");
   check(c.prior_action >= 0 && c.prior_action < 5, "prior_action", "a move index in [0, 5)");
+  check(c.prior_kl_coef >= 0, "prior_kl_coef", ">= 0");
   check(c.obs_clip > 0, "obs_clip", "> 0");
   check_feature_groups(c.ablate);
 }

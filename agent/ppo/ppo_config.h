@@ -45,6 +45,10 @@ struct PpoConfig {
   // so learning begins from the heuristic and improves on it (actions: agent/ppo/moves.h).
   double prior_logit = 1.5;
   int64_t prior_action = 2;  // the move it favours (kSlow in moves.h)
+  // Weight of KL(policy || prior) in the loss, the prior being the untrained head's distribution:
+  // the policy leaves the heuristic only where the advantage pays for it, which keeps pretraining
+  // seeds from settling on moves that lose to the heuristic on clusters they never saw.
+  double prior_kl_coef = 0.05;
 
   // Observation normalisation.
   double obs_clip = 5.0;

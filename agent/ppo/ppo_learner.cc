@@ -65,6 +65,7 @@ PpoLearner::PpoLearner(const PpoConfig& config, int64_t node_dim, int64_t global
   std::vector<float> prior(kMoves, 0.f);
   prior[static_cast<size_t>(config_.prior_action)] = static_cast<float>(config_.prior_logit);
   net_->set_action_bias(prior);
+  prior_log_probs_ = torch::log_softmax(torch::tensor(prior), -1);
   reset_optimizer();
 }
 
@@ -111,6 +112,8 @@ UpdateStats PpoLearner::update(const Rollout& rollout) {
       PpoLoss loss =
           ppo_loss(new_logp, b.old_logp.index_select(0, idx), b.adv.index_select(0, idx), out.value,
                    b.old_value.index_select(0, idx), b.returns.index_select(0, idx), entropy(out.logits), c);
+      if (c.prior_kl_coef > 0)
+        loss.total = loss.total + c.prior_kl_coef * kl_to(out.logits, prior_log_probs_).mean();
 
       optimizer_->zero_grad();
       loss.total.backward();

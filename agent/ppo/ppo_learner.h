@@ -55,6 +55,7 @@ class PpoLearner {
  private:
   PpoConfig config_;
   ActorCritic net_;
+  torch::Tensor prior_log_probs_;  // the untrained head's action distribution (prior_kl_coef)
   std::unique_ptr<torch::optim::Adam> optimizer_;
   std::mt19937_64 rng_;
 };

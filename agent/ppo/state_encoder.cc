@@ -80,20 +80,22 @@ double memory_headroom(const NodeRecord& r) {
   return 0;
 }
 
-// A rank whose balanced move is within the noise of its fitted model keeps its batch: the move's
-// log-size must exceed kSignificance standard errors of the model's prediction (the residual over
-// the square root of the history's effective length under forgetting). The fast proposal is left
-// as it is: the policy decides when a single window is worth reacting to.
+// A run's first window: each rank's model rests on one window's mean, which has no residual yet
+// to tell noise from speed. A rank whose balanced move is within kSignificance relative standard
+// errors of that mean (from the window's own step-to-step spread) keeps its batch, so a
+// homogeneous cluster does not split its batch on one window of noise. Later windows need no such
+// rule: the models average over their history, and a change (a restart) must be followed at once
+// (a rule on the models' residuals held ranks back after changes: 1 % slower on a moving wave).
+// The fast proposal is left as it is: the policy decides when a single window is worth reacting to.
 constexpr double kSignificance = 2.0;
 
-void hold_insignificant(const RankTimeModels& models, const ClusterState& s, std::vector<double>& proposal) {
-  const double effective = 1 / (1 - models.forget());
+void hold_first_window_noise(const RankTimeModels& models, const ClusterState& s,
+                             std::vector<double>& proposal) {
   for (size_t i = 0; i < proposal.size(); ++i) {
     const RankTimeModels::Reading& r = models.readings()[i];
-    const double n = std::min<double>(r.observations, effective);
-    const double se = n > 1 ? r.residual / std::sqrt(n) : 0;
+    if (r.observations > 1 || r.restarted) continue;
     const double b = std::max(1, s.nodes[i].batch_size);
-    if (std::fabs(std::log(proposal[i] / b)) < kSignificance * se) proposal[i] = b;
+    if (std::fabs(std::log(proposal[i] / b)) < kSignificance * s.nodes[i].compute_rel_se) proposal[i] = b;
   }
 }
 
@@ -120,7 +122,7 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
     rate_sum += v.proportional[i];
   }
   models.split(global_batch, lo, hi, v.fast, &scale);
-  hold_insignificant(models, s, v.slow);
+  hold_first_window_noise(models, s, v.slow);
   for (size_t i = 0; i < n; ++i) {
     v.proportional[i] = rate_sum > 0 ? std::max(1.0, global_batch * v.proportional[i] / rate_sum) : v.slow[i];
   }

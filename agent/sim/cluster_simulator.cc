@@ -8,6 +8,7 @@
 
 #include "agent/plan_projection.h"
 #include "framework/core/error.h"
+#include "framework/core/stats.h"
 
 namespace dynamix {
 namespace {
@@ -57,6 +58,7 @@ ClusterSimulator::ClusterSimulator(SimConfig config, BatchBounds bounds, std::ve
   slowdown_.assign(size_t(n_), 1.0);
   compute_.assign(size_t(n_), 0.0);
   sum_compute_.assign(size_t(n_), 0.0);
+  sum_compute_sq_.assign(size_t(n_), 0.0);
   sum_wait_.assign(size_t(n_), 0.0);
   last_local_gsq_.assign(size_t(n_), 0.0);
   totals_.nodes = n_;
@@ -125,6 +127,7 @@ void ClusterSimulator::update_slowdowns() {
 
 void ClusterSimulator::simulate(int64_t steps) {
   std::fill(sum_compute_.begin(), sum_compute_.end(), 0.0);
+  std::fill(sum_compute_sq_.begin(), sum_compute_sq_.end(), 0.0);
   std::fill(sum_wait_.begin(), sum_wait_.end(), 0.0);
   win_steps_ = 0;
   win_time_ = win_loss_ = win_gnorm_ = win_gnorm_sq_ = 0;
@@ -149,6 +152,7 @@ void ClusterSimulator::simulate(int64_t steps) {
     double wait = 0;
     for (int32_t i = 0; i < n_; ++i) {
       sum_compute_[size_t(i)] += c[i];
+      sum_compute_sq_[size_t(i)] += c[i] * c[i];
       sum_wait_[size_t(i)] += max_c - c[i];
       wait += max_c - c[i];
     }
@@ -196,6 +200,8 @@ ClusterState ClusterSimulator::make_state() {
     r.batch_max = rank_max(bounds_, size_t(i));
     r.steps = int32_t(win_steps_);
     r.compute_s = sum_compute_[size_t(i)] / ws;
+    r.compute_rel_se =
+        relative_standard_error(sum_compute_[size_t(i)], sum_compute_sq_[size_t(i)], double(win_steps_));
     r.comm_s = comm_s_;
     r.wait_s = sum_wait_[size_t(i)] / ws;
     r.samples_per_s = r.compute_s > 0 ? r.batch_size / r.compute_s : 0;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "framework/core/stats.h"
+
 namespace dynamix {
 
 std::vector<double> StepExchange::pack(const LocalStep& m, int rank, int world) {
@@ -50,6 +52,7 @@ void WindowAccumulator::add(const StepExchange& ex, int rank, int32_t batch_size
   batch_ = batch_size;
   data_ += l.data_s;
   compute_ += l.compute_s;
+  compute_sq_ += l.compute_s * l.compute_s;
   comm_ += ex.comm_s[r];
   wait_ += ex.wait_s[r];
   opt_ += l.optimizer_s;
@@ -67,6 +70,7 @@ NodeRecord WindowAccumulator::take(int rank, int32_t batch_max) {
     const double n = static_cast<double>(steps_);
     rec.data_s = data_ / n;
     rec.compute_s = compute_ / n;
+    rec.compute_rel_se = relative_standard_error(compute_, compute_sq_, n);
     rec.comm_s = comm_ / n;
     rec.wait_s = wait_ / n;
     rec.optimizer_s = opt_ / n;

@@ -50,6 +50,7 @@ class WindowAccumulator {
  private:
   int64_t steps_ = 0;
   int32_t batch_ = 0;
+  double compute_sq_ = 0;
   double data_ = 0, compute_ = 0, comm_ = 0, wait_ = 0, opt_ = 0, samples_ = 0, sq_norm_ = 0;
 };
 

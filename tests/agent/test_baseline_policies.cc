@@ -3,10 +3,12 @@
 
 #include <memory>
 #include <numeric>
+#include <random>
 
 #include "agent/baseline_factory.h"
 #include "agent/gns_policy.h"
 #include "agent/proportional_policy.h"
+#include "agent/rank_models.h"
 #include "agent/static_policy.h"
 #include "framework/core/error.h"
 
@@ -84,8 +86,11 @@ TEST(BaselineTest, GnsFitsModelsAndEqualizesTimes) {
   // One batch size seen so far: proportional prior (alpha = 0).
   EXPECT_DOUBLE_EQ(p.models()[3].alpha, 0);
   EXPECT_NEAR(p.models()[3].beta, times(b)[3] / 32, 1e-12);
-  b = plan.batch_sizes;
-  plan = p.decide(make_state(b, times(b), true, 128));
+  // The fixed cost enters once 3 windows back it (noise-free here, so it is significant at once).
+  for (int w = 0; w < 3; ++w) {
+    b = plan.batch_sizes;
+    plan = p.decide(make_state(b, times(b), true, 128));
+  }
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_NEAR(p.models()[i].alpha, kAlpha[i], 1e-9) << i;
     EXPECT_NEAR(p.models()[i].beta, kBeta[i], 1e-11) << i;
@@ -94,6 +99,34 @@ TEST(BaselineTest, GnsFitsModelsAndEqualizesTimes) {
   EXPECT_EQ(std::accumulate(plan.batch_sizes.begin(), plan.batch_sizes.end(), 0), 128);
   const double T = (128 * 0.0004 + 4 * 0.004) / 2.75;
   for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(plan.batch_sizes[i], (T - kAlpha[i]) / kBeta[i], 1.0) << i;
+}
+
+// One rank observed for 16 windows at batches 31..33 with 10 % noise on its times: the slope of an
+// affine fit would be noise, so the model stays proportional (alpha = 0) within ~10 % of the truth.
+// The same noise over batches 8..64 with a real fixed cost keeps the fixed cost.
+TEST(RankModels, FixedCostOnlyWhereSignificant) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> noise(0, 0.1);
+  auto run = [&](const std::vector<int32_t>& batches) {
+    RankTimeModels m;
+    for (int w = 0; w < 16; ++w) {
+      ClusterState s;
+      NodeRecord r;
+      r.batch_size = batches[size_t(w) % batches.size()];
+      r.compute_s = (0.004 + 0.0004 * r.batch_size) * (1 + noise(rng));
+      s.nodes.push_back(r);
+      m.observe(s);
+    }
+    return m.models()[0];
+  };
+  const RankTimeModels::Model flat = run({31, 32, 33});
+  EXPECT_EQ(flat.alpha, 0);
+  EXPECT_NEAR(flat.at(32), 0.004 + 0.0004 * 32, 0.1 * (0.004 + 0.0004 * 32));
+  std::normal_distribution<double> small(0, 0.02);
+  noise = small;
+  const RankTimeModels::Model wide = run({8, 64, 16, 48, 32});
+  EXPECT_NEAR(wide.alpha, 0.004, 0.002);
+  EXPECT_NEAR(wide.beta, 0.0004, 0.00005);
 }
 
 TEST(BaselineTest, GnsGrowsBatchWhenNoiseScaleIsLargeAndShrinksWhenSmall) {
@@ -108,6 +141,8 @@ TEST(BaselineTest, GnsGrowsBatchWhenNoiseScaleIsLargeAndShrinksWhenSmall) {
     EXPECT_EQ(s.global.noise_scale, 0);
     BatchPlan plan = p.decide(s);
     EXPECT_EQ(std::accumulate(plan.batch_sizes.begin(), plan.batch_sizes.end(), 0), 128);
+    p.decide(s);  // two more windows: the fixed costs need 3 observations to enter the models
+    p.decide(s);
     s.global.noise_scale = noise_scale;
     plan = p.decide(s);
     const int total = std::accumulate(plan.batch_sizes.begin(), plan.batch_sizes.end(), 0);

@@ -152,6 +152,17 @@ TEST(ActorCritic, PaddedBatchOfMixedSizesMatchesSeparatePasses) {
   EXPECT_NEAR(lp[0].item<float>(), torch::log_softmax(a.logits[0], -1)[2].item<float>(), 1e-5);
 }
 
+TEST(ActorCritic, KlToReferenceIsZeroOnlyAtTheReference) {
+  const torch::Tensor logits = torch::tensor({{0.0, 0.0, 1.5, 0.0, 0.0}, {1.0, -1.0, 0.0, 2.0, 0.5}});
+  const torch::Tensor ref = torch::log_softmax(torch::tensor({0.0, 0.0, 1.5, 0.0, 0.0}), -1);
+  const torch::Tensor kl = kl_to(logits, ref);
+  EXPECT_NEAR(kl[0].item<double>(), 0, 1e-7);
+  // By hand: sum p (log p - log q).
+  const torch::Tensor p = torch::softmax(logits[1], -1);
+  EXPECT_NEAR(kl[1].item<double>(), (p * (p.log() - ref)).sum().item<double>(), 1e-6);
+  EXPECT_GT(kl[1].item<double>(), 0.1);
+}
+
 TEST(PpoConfigText, RoundTripsAndRejectsUnknownKeys) {
   PpoConfig c;
   c.prior_logit = 0.75;

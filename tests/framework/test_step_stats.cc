@@ -1,6 +1,7 @@
 // DYNAMIX — per-step exchange: straggler wait and transfer time derived from every rank's times.
 #include <gtest/gtest.h>
 
+#include "framework/core/stats.h"
 #include "framework/train/step_stats.h"
 
 namespace dynamix {
@@ -31,7 +32,19 @@ TEST(StepExchange, WaitIsTheSlowestReadyTimeMinusOwn) {
   EXPECT_EQ(r.batch_max, 64);
   EXPECT_NEAR(r.wait_s, 0.31, 1e-12);
   EXPECT_NEAR(r.samples_per_s, 8.0 / 0.2, 1e-9);
+  EXPECT_EQ(r.compute_rel_se, 0);  // two equal steps: no spread
   EXPECT_EQ(acc.steps(), 0);
+}
+
+// Compute times 0.1 and 0.3: mean 0.2, sd 0.1414, standard error sd/sqrt(2) = 0.1, relative 0.5.
+TEST(StepExchange, WindowRecordsTheRelativeStandardErrorOfCompute) {
+  WindowAccumulator acc;
+  for (double c : {0.1, 0.3}) {
+    LocalStep l{0.0, c, 0.0, 0.0, 1.0, 1.0, 1.0};
+    acc.add(StepExchange::unpack(StepExchange::pack(l, 0, 1), 1), 0, 8);
+  }
+  EXPECT_NEAR(acc.take(0, 64).compute_rel_se, 0.5, 1e-12);
+  EXPECT_EQ(relative_standard_error(0.1, 0.01, 1), 0);  // one value: unknown
 }
 
 }  // namespace
