@@ -5,6 +5,7 @@
 #include <torch/script.h>
 
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <unordered_set>
 #include <utility>
@@ -102,14 +103,15 @@ class TorchScriptModel : public Model {
 std::string torchscript_error_line(const std::exception& e) {
   const auto* ce = dynamic_cast<const c10::Error*>(&e);
   std::istringstream in(ce ? ce->what_without_backtrace() : e.what());
+  // The interpreter's message: a header, the traceback (source lines), then "SomeError: message".
+  static const std::regex error_line(R"(^[A-Za-z_][\w.]*(Error|Exception): .*)");
   std::string line, first;
   bool traceback = false;
   while (std::getline(in, line)) {
     if (first.empty()) first = line;
-    // The interpreter's message: a header, the traceback (indented), then "SomeError: message".
     if (line.rfind("Traceback of TorchScript", 0) == 0) {
       traceback = true;
-    } else if (traceback && !line.empty() && line[0] != ' ') {
+    } else if (traceback && std::regex_match(line, error_line)) {
       return line;
     }
   }

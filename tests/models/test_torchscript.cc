@@ -27,10 +27,11 @@ torch::jit::Module module(const std::string& name) {
 
 torch::jit::Module scripted_net() {
   torch::jit::Module lin = module("Lin"), bn = module("Bn"), net = module("Net");
-  lin.register_parameter("weight", torch::randn({3, 4}), false);
-  lin.register_parameter("bias", torch::zeros({3}), false);
-  bn.register_parameter("weight", torch::ones({3}), false);
-  bn.register_parameter("bias", torch::zeros({3}), false);
+  // Parameters require gradients, as torch.nn.Parameter's do.
+  lin.register_parameter("weight", torch::randn({3, 4}).requires_grad_(), false);
+  lin.register_parameter("bias", torch::zeros({3}).requires_grad_(), false);
+  bn.register_parameter("weight", torch::ones({3}).requires_grad_(), false);
+  bn.register_parameter("bias", torch::zeros({3}).requires_grad_(), false);
   bn.register_buffer("running_mean", torch::zeros({3}));
   bn.register_buffer("running_var", torch::ones({3}));
   net.register_module("lin", lin);
@@ -81,7 +82,7 @@ TEST_F(TorchScriptModelTest, StateHasTheScriptedNamesAndIsShared) {
   const auto before = m->forward(x);
   {
     torch::NoGradGuard no_grad;
-    m->named_parameters()["lin.bias"].add_(1.0);
+    m->named_parameters()["bn.bias"].add_(1.0);  // the last op: adds 1 to the outputs
   }
   EXPECT_TRUE(torch::allclose(m->forward(x), before + 1.0));
 
@@ -114,7 +115,7 @@ TEST_F(TorchScriptModelTest, DtypeMoveKeepsSharing) {
   const auto out = m->forward(x);  // the scripted code sees float64 weights, or it would throw
   EXPECT_EQ(out.scalar_type(), torch::kFloat64);
   torch::NoGradGuard no_grad;
-  m->named_parameters()["lin.bias"].add_(1.0);
+  m->named_parameters()["bn.bias"].add_(1.0);  // the last op: adds 1 to the outputs
   EXPECT_TRUE(torch::allclose(m->forward(x), out + 1.0));
 }
 
