@@ -23,6 +23,10 @@ class Model : public torch::nn::Module {
  public:
   // Logits: [N, num_classes] for classify, [N, L, vocab] for mlm.
   virtual torch::Tensor forward(torch::Tensor x) = 0;
+  // Whether forward_loss exists (`train.loss: module`): the model computes its own loss.
+  virtual bool has_own_loss() const { return false; }
+  // The model's mean loss over the batch for targets y (a scalar); throws where has_own_loss() is false.
+  virtual torch::Tensor forward_loss(torch::Tensor x, torch::Tensor y);
 };
 
 using ModelPtr = std::shared_ptr<Model>;

@@ -1,6 +1,7 @@
 // DYNAMIX — build a model by its name: one table from names to factories.
 #include "models/registry.h"
 
+#include <cstring>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "models/ncf.h"
 #include "models/resnet.h"
 #include "models/simple.h"
+#include "models/torchscript.h"
 #include "models/vgg.h"
 
 namespace dynamix {
@@ -106,12 +108,17 @@ const std::map<std::string, Factory>& table() {
 }  // namespace
 
 ModelPtr make_model(const std::string& name, const ModelSpec& spec) {
+  // The input and output shapes of a TorchScript model are checked by running it (the trainer's
+  // objective does, on a sample of the data set).
+  if (name.rfind(kTorchScriptPrefix, 0) == 0)
+    return load_torchscript_model(name.substr(strlen(kTorchScriptPrefix)));
   const auto& t = table();
   auto it = t.find(name);
   if (it == t.end()) {
     std::string known;
     for (const auto& kv : t) known += (known.empty() ? "" : ", ") + kv.first;
-    throw Error("unknown model '" + name + "' (key 'model'); known models: " + known);
+    throw Error("unknown model '" + name + "' (key 'model'); known models: " + known +
+                ", or torchscript:PATH for a TorchScript file");
   }
   DYNAMIX_CHECK(spec.num_classes >= 1,
                 "model '" + name + "': num_classes must be >= 1, got " + std::to_string(spec.num_classes));

@@ -8,7 +8,8 @@
 
 namespace dynamix {
 
-// Builds the named model for the spec; an unknown name or an unfit spec throws dynamix::Error.
+// Builds the named model for the spec, or loads `torchscript:PATH` (models/torchscript.h); an
+// unknown name, an unfit spec or an unreadable file throws dynamix::Error.
 ModelPtr make_model(const std::string& name, const ModelSpec& spec);
 
 // Every name make_model accepts, sorted.

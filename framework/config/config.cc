@@ -121,6 +121,10 @@ Fields train_fields(TrainConfig& t, const YamlReader& r) {
          t.loss_scale_growth_interval = r.integer(v, p);
          r.require(t.loss_scale_growth_interval >= 1, v, p, "must be >= 1");
        }},
+      {"loss",
+       [&](const Node& v, const Path& p) {
+         t.loss = r.choice(v, p, {"cross_entropy", "mse", "module"});
+       }},
       {"channels_last", [&](const Node& v, const Path& p) { t.channels_last = r.boolean(v, p); }},
       {"cudnn_benchmark", [&](const Node& v, const Path& p) { t.cudnn_benchmark = r.boolean(v, p); }},
       {"optimizer",

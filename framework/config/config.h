@@ -47,6 +47,9 @@ struct TrainConfig {
   std::string precision = "fp32";  // fp32 | bf16 | fp16 (autocast of forward; float32 weights; fp16 on CUDA)
   bool channels_last = false;      // 4-D weights and inputs in channels_last (CNNs)
   bool cudnn_benchmark = false;    // CUDA: let cuDNN time its algorithms per shape (LibTorch's default: off)
+  // cross_entropy | mse (outputs against one-hot targets) | module (the model's forward(x, y)
+  // returns its loss); see framework/train/objective.h.
+  std::string loss = "cross_entropy";
   // auto: dynamic with fp16, none otherwise. dynamic: the loss is multiplied by a scale S before
   // backward, gradients by 1/S while packed; a step whose averaged gradient is not finite is
   // skipped and S halved; S doubles after loss_scale_growth_interval finite steps in a row.

@@ -93,11 +93,25 @@ torch::Tensor channels_last_input(const torch::Tensor& input) {
   return input.dim() == 4 ? input.contiguous(torch::MemoryFormat::ChannelsLast) : input;
 }
 
+namespace {
+
+torch::Tensor as_float32_if_half(const torch::Tensor& t) {
+  const bool half = t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf;
+  return half ? t.to(torch::kFloat32) : t;
+}
+
+}  // namespace
+
 torch::Tensor forward_logits(Model& model, const torch::Tensor& inputs, const TrainConfig& train) {
   AutocastScope autocast(train.precision, inputs.device().type());
-  auto logits = model.forward(train.channels_last ? channels_last_input(inputs) : inputs);
-  const bool half = logits.scalar_type() == torch::kBFloat16 || logits.scalar_type() == torch::kHalf;
-  return half ? logits.to(torch::kFloat32) : logits;
+  return as_float32_if_half(model.forward(train.channels_last ? channels_last_input(inputs) : inputs));
+}
+
+torch::Tensor forward_own_loss(Model& model, const torch::Tensor& inputs, const torch::Tensor& targets,
+                               const TrainConfig& train) {
+  AutocastScope autocast(train.precision, inputs.device().type());
+  return as_float32_if_half(
+      model.forward_loss(train.channels_last ? channels_last_input(inputs) : inputs, targets));
 }
 
 }  // namespace dynamix

@@ -40,5 +40,8 @@ torch::Tensor channels_last_input(const torch::Tensor& input);
 // bf16/fp16 logits come back
 // as float32 so that the loss is computed in float32.
 torch::Tensor forward_logits(Model& model, const torch::Tensor& inputs, const TrainConfig& train);
+// The model's own loss of (inputs, targets) (`train.loss: module`) in the same way, as float32.
+torch::Tensor forward_own_loss(Model& model, const torch::Tensor& inputs, const torch::Tensor& targets,
+                               const TrainConfig& train);
 
 }  // namespace dynamix

@@ -51,14 +51,6 @@ DatasetSpec dataset_spec(const DatasetConfig& d) {
   return s;
 }
 
-// Mean cross-entropy over the batch (token positions marked -100 are ignored, for MLM).
-torch::Tensor loss_of(const torch::Tensor& logits, const torch::Tensor& targets) {
-  const int64_t classes = logits.size(-1);
-  return torch::nn::functional::cross_entropy(
-      logits.reshape({-1, classes}), targets.reshape({-1}),
-      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
-}
-
 }  // namespace
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& t,
@@ -124,6 +116,12 @@ void Trainer::setup() {
   if (device_.is_cuda()) model_->to(device_);
   if (options_.float64) model_->to(torch::kFloat64);
   if (config_.train.channels_last) to_channels_last(*model_);
+  // The loss, checked against the model and the data on two test samples (nothing trains yet).
+  const Dataset& probe = data_.test->size() > 0 ? *data_.test : *data_.train;
+  objective_ =
+      make_objective(config_.train, config_.model, *model_,
+                     for_model(probe.get({0, std::min<int64_t>(1, probe.size() - 1)}, config_.train.seed)),
+                     spec.num_classes);
 
   const auto& t = config_.train;
   LossScaleOptions scaling;
@@ -296,6 +294,15 @@ void Trainer::broadcast_tensor(torch::Tensor& t) {
   if (host_copy || !t.is_contiguous()) t.copy_(buf);
 }
 
+Batch Trainer::for_model(Batch b) const {
+  if (options_.float64 && b.inputs.is_floating_point()) b.inputs = b.inputs.to(torch::kFloat64);
+  if (device_.is_cuda()) {
+    b.inputs = b.inputs.to(device_);
+    b.targets = b.targets.to(device_);
+  }
+  return b;
+}
+
 double Trainer::elapsed() const { return elapsed_offset_ + seconds_since(start_); }
 
 double Trainer::current_lr() const {
@@ -404,8 +411,9 @@ bool Trainer::step() {
   }
   if (n > 0 && oom_what.empty()) {
     try {
-      // Autocast covers forward only; the loss and backward run outside it, as LibTorch advises.
-      const auto loss = loss_of(forward_logits(*model_, batch.inputs, config_.train), batch.targets);
+      // Autocast covers forward only (with a model's own loss, that too); the loss and backward run
+      // outside it, as LibTorch advises.
+      const auto loss = objective_->loss(*model_, batch.inputs, batch.targets);
       if (scaler_.enabled()) {
         (loss * loss_scale).backward();
       } else {

@@ -25,6 +25,7 @@
 #include "framework/train/hetero_emulator.h"
 #include "framework/train/loss_scaler.h"
 #include "framework/train/lr_schedule.h"
+#include "framework/train/objective.h"
 #include "framework/train/run_outputs.h"
 #include "framework/train/sampler.h"
 #include "framework/train/step_stats.h"
@@ -97,6 +98,8 @@ class Trainer {
   void decide_window();
   // Adds {loss x count, correct, counted} of test samples [first, first + count) to `sums`.
   void evaluate_chunk(int64_t first, int64_t count, double sums[3]);
+  // A loaded batch as the model takes it: float64 inputs under options_.float64, on the device.
+  Batch for_model(Batch b) const;
   // Every rank learns whether rank 0 failed to write an output; throws OutputWriteError if so.
   void check_outputs_written();
   [[noreturn]] void throw_output_error() const;
@@ -133,6 +136,7 @@ class Trainer {
   bool last_applied_ = true;
   DatasetSplits data_;
   ModelPtr model_;
+  std::unique_ptr<Objective> objective_;  // train.loss
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<GradBuckets> buckets_;
   std::unique_ptr<VariableBatchSampler> sampler_;

@@ -55,27 +55,8 @@ bool Trainer::finished() const {
 void Trainer::evaluate_chunk(int64_t first, int64_t count, double sums[3]) {
   std::vector<int64_t> idx(static_cast<size_t>(count));
   std::iota(idx.begin(), idx.end(), first);
-  Batch b = data_.test->get(idx, config_.train.seed);
-  if (options_.float64 && b.inputs.is_floating_point()) b.inputs = b.inputs.to(torch::kFloat64);
-  if (device_.is_cuda()) {
-    b.inputs = b.inputs.to(device_);
-    b.targets = b.targets.to(device_);
-  }
-  const auto logits = forward_logits(*model_, b.inputs, config_.train);
-  const int64_t classes = logits.size(-1);
-  const auto flat_logits = logits.reshape({-1, classes});
-  const auto targets = b.targets.reshape({-1});
-  const auto mask = targets.ne(-100);
-  const double counted = mask.sum().item<double>();
-  if (counted == 0) return;
-  const auto loss = torch::nn::functional::cross_entropy(
-      flat_logits, targets,
-      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
-  const double loss_sum = loss.item<double>();
-  const double correct = flat_logits.argmax(1).eq(targets).logical_and(mask).sum().item<double>();
-  sums[0] += loss_sum;  // only once the whole chunk is through: a retried chunk counts once
-  sums[1] += correct;
-  sums[2] += counted;
+  const Batch b = for_model(data_.test->get(idx, config_.train.seed));
+  objective_->evaluate(*model_, b.inputs, b.targets, sums);
 }
 
 std::pair<double, double> Trainer::evaluate() {

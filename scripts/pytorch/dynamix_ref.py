@@ -44,6 +44,9 @@ class Cnn(nn.Module):
         self.fc2 = nn.Linear(128, num_classes)
 
     def forward(self, x):
+        return self.logits(x)
+
+    def logits(self, x):
         x = F.max_pool2d(torch.relu(self.conv1(x)), 2)
         x = F.max_pool2d(torch.relu(self.conv2(x)), 2)
         x = torch.relu(self.fc1(x.flatten(1)))

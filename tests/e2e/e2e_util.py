@@ -47,7 +47,8 @@ def check_outputs(outdir):
 
 
 def expect_error(cmd, needle, what):
-    """Runs `cmd`; expects a non-zero exit and a clean message (no crash trace) holding `needle`."""
+    """Runs `cmd`; expects a non-zero exit and a clean message (no crash trace) holding `needle`.
+    Returns the run's stdout and stderr."""
     r = run(cmd, timeout=300)
     out = r.stdout + r.stderr
     if r.returncode == 0:
@@ -60,6 +61,7 @@ def expect_error(cmd, needle, what):
         if crash in out:
             fail(f"{what}: {crash!r} instead of (or besides) a clean error:\n{out}")
     print(f"ok: {what}: exit {r.returncode}, says {needle!r}")
+    return out
 
 
 def python_with(*modules):
@@ -70,6 +72,14 @@ def python_with(*modules):
         if probe.returncode == 0:
             return python
     fail(f"no Python with {', '.join(modules)} (scripts/setup.sh installs them)")
+
+
+def export_cnn(path, *args):
+    """A TorchScript copy of the built-in CNN (scripts/models/export_cnn.py, needs python3-torch)."""
+    r = run([python_with("torch"), str(SOURCE_DIR / "scripts" / "models" / "export_cnn.py"), str(path), *args])
+    if r.returncode != 0:
+        fail(f"export_cnn.py failed:\n{r.stdout}{r.stderr}")
+    return path
 
 
 class TempDir:

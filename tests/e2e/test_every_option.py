@@ -1,14 +1,15 @@
 """Every documented option through the real CLI (issue #17, item 1): `mpirun -np 2 dynamix train`
 runs a few steps for every value of every option in README.md and configs/ (communication,
 precision, layout, policies with and without checkpoints, fixed and adaptive B, monitoring,
-backends, each model family at a tiny size, each dataset kind, heterogeneity, resume). Each run
-must exit 0 and its outputs must pass ../shared/tools/check-outputs.py. Options that cannot work
-here (fp16 and cuda on a CPU build) must fail with a clear error instead. All cases run; the test
-lists every failure at the end."""
+backends, each model family at a tiny size, TorchScript models and every train.loss, each dataset
+kind, heterogeneity, resume). Each run must exit 0 and its outputs must pass
+../shared/tools/check-outputs.py. Options that cannot work here (fp16 and cuda on a CPU build,
+train.loss: module with a built-in model) must fail with a clear error instead. All cases run; the
+test lists every failure at the end."""
 import os
 import struct
 
-from e2e_util import SOURCE_DIR, TempDir, check_outputs, run, train_cmd, write
+from e2e_util import SOURCE_DIR, TempDir, check_outputs, export_cnn, run, train_cmd, write
 
 BASE = """
 model: cnn
@@ -37,6 +38,12 @@ def text_file(d):
     words = "the quick brown fox jumps over the lazy dog while a cat sleeps on the warm mat".split()
     return write(d / "corpus.txt", "\n".join(" ".join(words[(i + j) % len(words)] for j in range(12))
                                              for i in range(200)))
+
+
+def scripted_cnn(d, *flags):
+    """The built-in CNN for BASE's data set as a TorchScript file (scripts/models/export_cnn.py)."""
+    name = "cnn" + "".join(f.strip("-").replace("-", "_") for f in flags) + ".pt"
+    return export_cnn(d / name, "--seed", "3", "--shape", "1", "12", "12", "--classes", "4", *flags)
 
 
 def cases(d):
@@ -88,6 +95,12 @@ def cases(d):
                                   "dataset.seq_len=16"],
         "model ncf, synthetic_interactions": ["model=ncf", "dataset.name=synthetic_interactions",
                                               "dataset.users=200", "dataset.items=100"],
+        "model torchscript": [f"model=torchscript:{scripted_cnn(d)}"],
+        "model torchscript, bf16": [f"model=torchscript:{scripted_cnn(d)}", "train.precision=bf16"],
+        "model torchscript, loss module": [f"model=torchscript:{scripted_cnn(d, '--loss-in-forward')}",
+                                           "train.loss=module"],
+        "loss cross_entropy": ["train.loss=cross_entropy"],
+        "loss mse": ["train.loss=mse"],
         "dataset fashion_mnist": ["dataset.name=fashion_mnist"],
         "dataset cifar10, augment": ["model=resnet18_cifar", "dataset.name=cifar10", f"dataset.path={cifar_dir(d)}",
                                      "dataset.augment=true", "batch.init=[4,4]"],
@@ -100,7 +113,8 @@ def cases(d):
 def refused(d):
     """Options this CPU build cannot honour: a clear error naming them, non-zero exit."""
     return {"precision fp16 on a CPU": (["train.precision=fp16"], "fp16"),
-            "device cuda on a CPU build": (["train.device=cuda"], "cuda")}
+            "device cuda on a CPU build": (["train.device=cuda"], "cuda"),
+            "train.loss module, built-in model": (["train.loss=module"], "train.loss")}
 
 
 def main():
