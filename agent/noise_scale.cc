@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "framework/core/error.h"
+#include "framework/core/stats.h"
 
 namespace dynamix {
 
@@ -31,25 +32,14 @@ bool NoiseScaleEstimator::add(const std::vector<int32_t>& local_batches,
 bool NoiseScaleEstimator::add(const std::vector<GradNormSample>& samples) {
   // Fit y = G + S·x with x = 1/b. The variance of |g_b|^2 falls roughly like 1/b, so each point is
   // weighted by b: the global gradient (largest b) counts most, as in the two-batch estimator.
-  double sw = 0, sx = 0, sy = 0;
-  for (const auto& p : samples) {
-    if (!(std::isfinite(p.batch) && std::isfinite(p.sq_norm) && p.batch > 0 && p.sq_norm >= 0)) continue;
-    sw += p.batch;
-    sx += p.batch * (1 / p.batch);
-    sy += p.batch * p.sq_norm;
-  }
-  if (sw <= 0) return false;
-  const double xm = sx / sw, ym = sy / sw;
-  double sxx = 0, sxy = 0;
-  for (const auto& p : samples) {
-    if (!(std::isfinite(p.batch) && std::isfinite(p.sq_norm) && p.batch > 0 && p.sq_norm >= 0)) continue;
-    const double dx = 1 / p.batch - xm;
-    sxx += p.batch * dx * dx;
-    sxy += p.batch * dx * (p.sq_norm - ym);
-  }
-  if (!(sxx > 1e-12 * sw * xm * xm)) return false;  // one distinct batch size: terms inseparable
-  last_s_ = sxy / sxx;
-  last_g_ = ym - last_s_ * xm;
+  const AffineFit fit = fit_affine(samples.size(), [&](size_t k) {
+    const GradNormSample& p = samples[k];
+    const bool valid = std::isfinite(p.batch) && std::isfinite(p.sq_norm) && p.batch > 0 && p.sq_norm >= 0;
+    return valid ? WeightedPoint{1 / p.batch, p.sq_norm, p.batch} : WeightedPoint{0, 0, 0};
+  });
+  if (!fit.ok) return false;  // one distinct batch size: terms inseparable
+  last_s_ = fit.slope;
+  last_g_ = fit.intercept;
 
   // EMA of the two terms (not of their ratio, which is unstable when |G|^2 is near 0).
   const double d = options_.ema_decay;

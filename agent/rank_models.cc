@@ -1,13 +1,13 @@
 // DYNAMIX — per-rank time models: weighted least squares with forgetting, change detection, split.
 #include "agent/rank_models.h"
 
-#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
 #include "agent/plan_projection.h"
 #include "framework/core/error.h"
+#include "framework/core/stats.h"
 
 namespace dynamix {
 namespace {
@@ -32,43 +32,27 @@ void RankTimeModels::reset() {
 RankTimeModels::Model RankTimeModels::fit(const std::deque<Observation>& obs) const {
   Model m;
   if (obs.empty()) return m;
-  const int n = int(obs.size());
-  Eigen::VectorXd w(n), b(n), t(n);
-  double weight = 1;
-  for (int k = n - 1; k >= 0; --k, weight *= options_.forget) {  // newest weighs 1
-    w[k] = weight;
-    b[k] = obs[size_t(k)].batch;
-    t[k] = obs[size_t(k)].seconds;
+  const size_t n = obs.size();
+  // Every time has the same noise; the weights only discount age (the newest weighs 1).
+  auto point = [&](size_t k) {
+    return WeightedPoint{obs[k].batch, obs[k].seconds, std::pow(options_.forget, double(n - 1 - k))};
+  };
+  auto [lo, hi] = std::minmax_element(
+      obs.begin(), obs.end(), [](const Observation& a, const Observation& b) { return a.batch < b.batch; });
+  if (n >= size_t(kMinAffineObservations) && hi->batch - lo->batch >= 0.5) {
+    // The fixed cost alpha is kept only where it is significant: batches that barely vary under
+    // noisy times give a slope of pure noise (a homogeneous cluster would then split its batch
+    // 16..51 on a 32 plan).
+    const AffineFit f = fit_affine(n, point);
+    if (f.ok && f.slope > 0 && f.intercept > kAlphaSignificance * f.intercept_se) {
+      m.alpha = f.intercept;
+      m.beta = f.slope;
+    }
   }
-  bool affine = false;
-  if (n >= kMinAffineObservations && b.maxCoeff() - b.minCoeff() >= 0.5) {
-    // Weighted least squares on [1, b] -> (alpha, beta), kept only where the fixed cost alpha is
-    // significant: batches that barely vary under noisy times give a slope of pure noise (a
-    // homogeneous cluster would then split its batch 16..51 on a 32 plan).
-    Eigen::MatrixXd A(n, 2);
-    A.col(0) = w.cwiseSqrt();
-    A.col(1) = w.cwiseSqrt().cwiseProduct(b);
-    const Eigen::VectorXd y = w.cwiseSqrt().cwiseProduct(t);
-    const Eigen::Vector2d x = A.colPivHouseholderQr().solve(y);
-    m.alpha = x[0];
-    m.beta = x[1];
-    // Every time has the same noise variance s2; the forgetting weights only discount age, so
-    // the coefficients' covariance is the sandwich s2 (X'WX)^-1 (X'W²X) (X'WX)^-1.
-    const double n_eff = w.sum() * w.sum() / w.squaredNorm();
-    const double s2 = (y - A * x).squaredNorm() / w.sum() * n_eff / std::max(n_eff - 2, 1.0);
-    Eigen::MatrixXd X(n, 2);
-    X.col(0).setOnes();
-    X.col(1) = b;
-    const Eigen::Matrix2d bread = (A.transpose() * A).inverse();
-    const Eigen::Matrix2d meat = X.transpose() * w.cwiseProduct(w).asDiagonal() * X;
-    const double var_alpha = s2 * (bread * meat * bread)(0, 0);
-    affine =
-        m.beta > 0 && m.alpha >= 0 && m.alpha * m.alpha > kAlphaSignificance * kAlphaSignificance * var_alpha;
-  }
-  if (!affine) {
+  if (!(m.beta > 0)) {
     // One batch size seen, or no significant fixed cost: the proportional prior t = beta·b.
     m.alpha = 0;
-    m.beta = w.dot(t.cwiseProduct(b)) / w.dot(b.cwiseProduct(b));
+    m.beta = fit_through_origin(n, point);
   }
   m.valid = std::isfinite(m.alpha) && std::isfinite(m.beta) && m.beta > 0;
   return m;

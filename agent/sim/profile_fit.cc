@@ -1,7 +1,6 @@
 // DYNAMIX — least-squares fit of a simulator profile from metrics.jsonl.
 #include "agent/sim/profile_fit.h"
 
-#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -22,24 +21,25 @@ struct StepLog {
 
 FittedRank fit_rank(const std::vector<double>& b, const std::vector<double>& t) {
   FittedRank f;
-  const Eigen::Index n = Eigen::Index(b.size());
-  const Eigen::Map<const Eigen::VectorXd> vb(b.data(), n), vt(t.data(), n);
-  const bool distinct = vb.maxCoeff() - vb.minCoeff() >= 0.5;
+  const size_t n = b.size();
+  auto point = [&](size_t k) { return WeightedPoint{b[k], t[k], 1.0}; };
+  const auto [lo, hi] = std::minmax_element(b.begin(), b.end());
+  const bool distinct = *hi - *lo >= 0.5;
   f.distinct_batches = distinct ? 2 : 1;
-  if (distinct) {
-    Eigen::MatrixXd A(n, 2);
-    A.col(0).setOnes();
-    A.col(1) = vb;
-    const Eigen::Vector2d x = A.colPivHouseholderQr().solve(vt);
-    f.alpha_s = x[0];
-    f.beta_s = x[1];
-  }
-  if (!distinct || !(f.beta_s > 0) || f.alpha_s < 0) {
+  const AffineFit affine = distinct ? fit_affine(n, point) : AffineFit{};
+  if (affine.ok && affine.slope > 0 && affine.intercept >= 0) {
+    f.alpha_s = affine.intercept;
+    f.beta_s = affine.slope;
+  } else {
     f.alpha_s = 0;  // proportional model through the origin
-    f.beta_s = vb.dot(vt) / vb.dot(vb);
+    f.beta_s = fit_through_origin(n, point);
   }
-  const Eigen::VectorXd pred = (f.alpha_s + f.beta_s * vb.array()).matrix();
-  f.rel_residual = std::sqrt((vt - pred).cwiseQuotient(pred).squaredNorm() / double(n));
+  double sq = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const double pred = f.alpha_s + f.beta_s * b[k];
+    sq += (t[k] - pred) * (t[k] - pred) / (pred * pred);
+  }
+  f.rel_residual = std::sqrt(sq / double(n));
   return f;
 }
 

@@ -15,6 +15,71 @@ inline double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
+// One point of a weighted fit (weight 0: ignored).
+struct WeightedPoint {
+  double x = 0, y = 0, w = 1;
+};
+
+// Weighted least squares y ≈ intercept + slope·x: the one affine fit of the code base (per-rank
+// time models, simulator profiles, gradient noise scale).
+struct AffineFit {
+  double intercept = 0, slope = 0;
+  // Standard error of the intercept, with the same noise variance on every point (estimated from
+  // the weighted residuals) and the weights taken as given: the sandwich estimate, valid also when
+  // the weights only discount age. Infinite with fewer than 3 points.
+  double intercept_se = HUGE_VAL;
+  bool ok = false;  // positive total weight and spread in x: both terms identified
+};
+
+// point_at(k) -> WeightedPoint, k in [0, n): the points are read twice, nothing is stored.
+template <class PointAt>
+AffineFit fit_affine(size_t n, PointAt point_at) {
+  AffineFit f;
+  double sw = 0, sww = 0, sx = 0, sy = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const WeightedPoint p = point_at(k);
+    sw += p.w, sww += p.w * p.w, sx += p.w * p.x, sy += p.w * p.y;
+  }
+  if (!(sw > 0)) return f;
+  const double xm = sx / sw, ym = sy / sw;
+  double sxx = 0, sxy = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const WeightedPoint p = point_at(k);
+    sxx += p.w * (p.x - xm) * (p.x - xm);
+    sxy += p.w * (p.x - xm) * (p.y - ym);
+  }
+  if (!(sxx > 1e-12 * sw * std::max(xm * xm, 1e-300))) return f;  // one distinct x
+  f.ok = true;
+  f.slope = sxy / sxx;
+  f.intercept = ym - f.slope * xm;
+  // intercept = sum_k l_k y_k with l_k = w_k (1/sw - xm (x_k - xm)/sxx).
+  const double n_eff = sw * sw / sww;
+  if (n < 3 || !(n_eff > 2)) return f;
+  double rss = 0, ll = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const WeightedPoint p = point_at(k);
+    const double r = p.y - f.intercept - f.slope * p.x;
+    const double l = p.w * (1 / sw - xm * (p.x - xm) / sxx);
+    rss += p.w * r * r;
+    ll += l * l;
+  }
+  const double s2 = rss / sw * n_eff / (n_eff - 2);
+  f.intercept_se = std::sqrt(s2 * ll);
+  return f;
+}
+
+// Weighted least squares y ≈ slope·x through the origin; 0 without weight or spread.
+template <class PointAt>
+double fit_through_origin(size_t n, PointAt point_at) {
+  double sxy = 0, sxx = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const WeightedPoint p = point_at(k);
+    sxy += p.w * p.x * p.y;
+    sxx += p.w * p.x * p.x;
+  }
+  return sxx > 0 ? sxy / sxx : 0;
+}
+
 // Relative standard error of a mean from the sum and the sum of squares of n values:
 // sd / (sqrt(n) · mean), 0 when it cannot be estimated (n < 2 or a non-positive mean).
 inline double relative_standard_error(double sum, double sum_sq, double n) {
