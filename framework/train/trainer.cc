@@ -236,6 +236,8 @@ void Trainer::prepare() {
       scaler_.restore(progress_.loss_scale, progress_.loss_scale_good_steps, progress_.skipped_steps);
     }
     elapsed_offset_ = progress_.elapsed_s;
+    window_losses_ = progress_.window_losses;  // the window in progress goes on where it was
+    window_grad_norms_ = progress_.window_grad_norms;
     // Not evaluated again at the resumed step if it was evaluated before the checkpoint; a
     // checkpoint of a stop between evaluations (or at max_steps) is evaluated when the run ends.
     // Older checkpoints do not say: their step counts as evaluated when any evaluation was.
