@@ -187,7 +187,13 @@ void Trainer::setup() {
   progress_.model = config_.model;
   progress_.optimizer = t.optimizer;
   progress_.policy = config_.policy.name;
-  const double steps_per_epoch = static_cast<double>(data_.train->size()) / std::max(1, bounds_.global_batch);
+  set_total_steps_hint(bounds_.global_batch);
+}
+
+void Trainer::set_total_steps_hint(int64_t global_batch) {
+  const auto& t = config_.train;
+  const double steps_per_epoch =
+      static_cast<double>(data_.train->size()) / static_cast<double>(std::max<int64_t>(1, global_batch));
   total_steps_hint_ = static_cast<int64_t>(std::ceil(steps_per_epoch * t.epochs));
   if (t.max_steps > 0) total_steps_hint_ = std::min(total_steps_hint_, t.max_steps);
 }
@@ -217,6 +223,10 @@ void Trainer::prepare() {
     if (progress_.world_size == world_) {
       plan_ = progress_.plan;
       if (progress_.base_batch <= 0) progress_.base_batch = lr_.base_batch;  // older checkpoints
+      // The run's B and lr reference are the checkpoint's, not batch.init's: they differ when an
+      // earlier resume changed the world size (the config's lists were tiled for it then).
+      lr_.base_batch = progress_.base_batch;
+      if (bounds_.fixed_global) bounds_.global_batch = static_cast<int32_t>(progress_.base_batch);
       // Limits learned from out-of-memory events hold for the same ranks (never above the config).
       if (progress_.batch_max.size() == bounds_.max.size()) {
         for (size_t i = 0; i < bounds_.max.size(); ++i) {
@@ -244,6 +254,7 @@ void Trainer::prepare() {
     last_eval_step_ = progress_.last_eval_step >= 0 || progress_.last_test_accuracy < 0
                           ? progress_.last_eval_step
                           : progress_.step;
+    set_total_steps_hint(lr_.base_batch);
     hetero_->on_step(progress_.step);
     last_checkpoint_step_ = progress_.step;
     log("resumed from " + path + " at step " + std::to_string(progress_.step));

@@ -121,6 +121,8 @@ class Trainer {
   void broadcast_tensor(torch::Tensor& t);
   // Resume on another world size: keep B and the lr reference, split B evenly, say so.
   void resplit_for_new_world();
+  // Steps the whole run will take at global batch B (for the policy's progress feature).
+  void set_total_steps_hint(int64_t global_batch);
 
   Config config_;
   Communicator& comm_;
