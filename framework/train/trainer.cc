@@ -269,7 +269,8 @@ void Trainer::prepare() {
     torch::manual_seed(config_.train.seed + 1000003ULL * static_cast<uint64_t>(rank_) + 1);
   }
   if (rank_ == 0 && options_.write_outputs) {
-    outputs_ = std::make_unique<RunOutputs>(config_.output.dir, options_.resume, progress_.step);
+    outputs_ = std::make_unique<RunOutputs>(config_.output.dir, options_.resume, progress_.step,
+                                            config_.output.sample_log);
     outputs_->write_file("config.yaml", config_.source);
   }
   start_ = Clock::now();
@@ -299,6 +300,27 @@ void Trainer::resplit_for_new_world() {
   progress_.world_size = world_;
   progress_.plan = plan_;
   progress_.batch_max.clear();  // limits learned from OOM belonged to the old ranks
+}
+
+void Trainer::log_samples() {
+  // Ranks' slices differ in length: pad each to the longest (the counts are known everywhere).
+  const auto& counts = last_assignment_.counts;
+  const size_t width = static_cast<size_t>(*std::max_element(counts.begin(), counts.end()));
+  std::vector<int64_t> mine(width, -1);
+  std::copy(step_indices_.begin(), step_indices_.end(), mine.begin());
+  std::vector<int64_t> all(rank_ == 0 ? width * static_cast<size_t>(world_) : 0);
+  if (world_ > 1) {
+    comm_.gather(mine.data(), width * sizeof(int64_t), rank_ == 0 ? all.data() : nullptr, 0);
+  } else {
+    all = mine;
+  }
+  if (!outputs_) return;
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (int r = 0; r < world_; ++r) {
+    const auto begin = all.begin() + static_cast<std::ptrdiff_t>(width) * r;
+    per_rank.push_back(std::vector<int64_t>(begin, begin + counts[static_cast<size_t>(r)]));
+  }
+  outputs_->samples({{"step", progress_.step}, {"epoch", last_assignment_.epoch}, {"indices", per_rank}});
 }
 
 void Trainer::broadcast_tensor(torch::Tensor& t) {
@@ -349,6 +371,7 @@ void Trainer::prefetch_next(int64_t completed) {
   next_assignment_ = sampler_->next(plan_);
   auto indices = sampler_->indices(next_assignment_, rank_);
   next_empty_ = indices.empty();  // an epoch tail can leave this rank nothing to load
+  if (config_.output.sample_log) next_indices_ = indices;
   if (!next_empty_) prefetcher_->submit(std::move(indices), data_seed(next_assignment_.epoch));
   has_next_ = true;
 }
@@ -369,6 +392,7 @@ bool Trainer::step() {
   if (has_next_) {
     last_assignment_ = next_assignment_;
     has_next_ = false;
+    if (config_.output.sample_log) step_indices_ = std::move(next_indices_);
     try {
       if (!next_empty_) batch = prefetcher_->take();
     } catch (const c10::OutOfMemoryError& e) {
@@ -377,6 +401,7 @@ bool Trainer::step() {
   } else {
     last_assignment_ = sampler_->next(plan_);
     const auto indices = sampler_->indices(last_assignment_, rank_);
+    if (config_.output.sample_log) step_indices_ = indices;
     try {
       if (!indices.empty()) batch = data_.train->get(indices, data_seed(last_assignment_.epoch));
     } catch (const c10::OutOfMemoryError& e) {
@@ -509,6 +534,7 @@ bool Trainer::step() {
   for (double w : ex.wait_s) wait_frac += step_time > 0 ? w / step_time : 0.0;
   progress_.wait_fraction_sum += wait_frac / world_;
 
+  if (config_.output.sample_log) log_samples();
   if (outputs_) {
     nlohmann::json comm_line = {{"bytes", last_reduce_.bytes},
                                 {"wire_bytes", last_reduce_.wire_bytes},
