@@ -143,17 +143,23 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
     error = brief_error(e);
   }
   if (!all_ok(watched, error)) return failed();
+  int status = 0;
   try {
     trainer->run();
   } catch (const OutputWriteError& e) {
     // Every rank stopped at the same step boundary: a clean exit, rank 0 saying why.
     if (comm.rank() == 0) std::fprintf(stderr, "dynamix: error: %s\n", e.what());
-    return kExitOutputFailed;
+    status = kExitOutputFailed;
   } catch (const std::exception& e) {
     // Mid-run failures may leave other ranks inside a collective: abort the whole job.
     MpiRuntime::abort(brief_error(e));
   }
-  return 0;
+  // Tear down and finalize while the watchdog still watches: MPI_Finalize waits for every rank,
+  // so a rank that hangs after the last step (found by the chaos test: SIGSTOP at the end of a
+  // run) would otherwise keep the whole job waiting forever, no one left to notice.
+  trainer.reset();
+  runtime.finalize();
+  return status;
 }
 
 }  // namespace dynamix

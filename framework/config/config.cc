@@ -327,6 +327,7 @@ Fields output_fields(OutputConfig& o, const YamlReader& r) {
          o.checkpoint_every = r.integer(v, p);
          r.require(o.checkpoint_every >= 0, v, p, "must be >= 0 (0 = at the end only)");
        }},
+      {"sample_log", [&](const Node& v, const Path& p) { o.sample_log = r.boolean(v, p); }},
   };
 }
 

@@ -106,6 +106,7 @@ struct CommConfig {
 struct OutputConfig {
   std::string dir = "runs/default";
   int64_t checkpoint_every = 0;  // steps between checkpoints (0 = only at the end and on signals)
+  bool sample_log = false;       // debug: samples.jsonl, the dataset indices every rank trained on per step
 };
 
 struct Config {

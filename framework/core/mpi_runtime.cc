@@ -42,7 +42,9 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   MPI_Comm_free(&local);
 }
 
-MpiRuntime::~MpiRuntime() {
+MpiRuntime::~MpiRuntime() { finalize(); }
+
+void MpiRuntime::finalize() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (owns_ && !finalized) MPI_Finalize();

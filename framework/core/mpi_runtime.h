@@ -15,7 +15,9 @@ class MpiRuntime {
   // thread runs backward, never both at once) unless already up,
   // and switches MPI_COMM_WORLD to MPI_ERRORS_RETURN so DYNAMIX_MPI_CHECK reports failures.
   MpiRuntime(int* argc, char*** argv);
-  ~MpiRuntime();  // finalizes if this object initialized MPI
+  ~MpiRuntime();  // finalizes if this object initialized MPI (unless finalize() did)
+  // Finalizes now if this object initialized MPI (MPI_Finalize waits for every rank).
+  void finalize();
   MpiRuntime(const MpiRuntime&) = delete;
   MpiRuntime& operator=(const MpiRuntime&) = delete;
 

@@ -41,6 +41,8 @@ nlohmann::json progress_json(const TrainProgress& p) {
           {"time_to_target_s", p.time_to_target_s},
           {"windows", p.windows},
           {"last_window_loss", p.last_window_loss},
+          {"window_losses", p.window_losses},
+          {"window_grad_norms", p.window_grad_norms},
           {"oom_events", p.oom_events},
           {"batch_max", p.batch_max},
           {"loss_scale", p.loss_scale},
@@ -73,6 +75,19 @@ std::vector<int32_t> int32_list_of(const nlohmann::json& v, const std::string& k
   return out;
 }
 
+// A list of numbers; null stands for a non-finite value (JSON has none: nlohmann writes null).
+std::vector<double> double_list_of(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_array()) throw Error("'" + key + "' is not a list: " + v.dump());
+  std::vector<double> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_null() && !v[i].is_number()) {
+      throw Error("'" + key + "[" + std::to_string(i) + "]' is not a number: " + v[i].dump());
+    }
+    out.push_back(v[i].is_null() ? std::numeric_limits<double>::quiet_NaN() : v[i].get<double>());
+  }
+  return out;
+}
+
 TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::string& origin) {
   TrainProgress p;
   try {
@@ -98,6 +113,11 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     p.time_to_target_s = j.at("time_to_target_s");
     p.windows = integer_of<int64_t>(j.at("windows"), "windows");
     p.last_window_loss = j.at("last_window_loss");
+    // The window in progress (absent in checkpoints written before it was kept: empty).
+    if (j.contains("window_losses")) p.window_losses = double_list_of(j.at("window_losses"), "window_losses");
+    if (j.contains("window_grad_norms")) {
+      p.window_grad_norms = double_list_of(j.at("window_grad_norms"), "window_grad_norms");
+    }
     p.oom_events = integer_of<int64_t>(j.at("oom_events"), "oom_events");
     p.batch_max = int32_list_of(j.at("batch_max"), "batch_max");
     // Loss-scaling state (absent in checkpoints written before it existed).

@@ -27,6 +27,9 @@ struct TrainProgress {
   double time_to_target_s = -1;  // -1 = not reached
   int64_t windows = 0;           // decision windows completed
   double last_window_loss = 0;
+  // The decision window in progress: each step's global loss and gradient norm since the last
+  // decision, so that a resumed run hands the policy the same window statistics.
+  std::vector<double> window_losses, window_grad_norms;
   int64_t oom_events = 0;             // steps redone after a rank ran out of memory
   std::vector<int32_t> batch_max;     // per-rank batch limits (lowered by out-of-memory events)
   double loss_scale = 0;              // dynamic loss scaling: S (0 = not in use)

@@ -43,7 +43,8 @@ off_t kept_prefix(const std::string& path, int64_t resume_step) {
 
 }  // namespace
 
-RunOutputs::RunOutputs(const std::string& dir, bool resume, int64_t resume_step) : dir_(dir) {
+RunOutputs::RunOutputs(const std::string& dir, bool resume, int64_t resume_step, bool sample_log)
+    : dir_(dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) throw Error("output.dir '" + dir_ + "': cannot create: " + ec.message());
@@ -58,10 +59,11 @@ RunOutputs::RunOutputs(const std::string& dir, bool resume, int64_t resume_step)
   open(metrics_, "metrics.jsonl", resume, resume_step);
   open(eval_, "eval.jsonl", resume, resume_step);
   open(decisions_, "decisions.jsonl", resume, resume_step);
+  if (sample_log) open(samples_, "samples.jsonl", resume, resume_step);
 }
 
 RunOutputs::~RunOutputs() {
-  for (Log* log : {&metrics_, &eval_, &decisions_}) {
+  for (Log* log : {&metrics_, &eval_, &decisions_, &samples_}) {
     if (log->fd >= 0) ::close(log->fd);
   }
 }

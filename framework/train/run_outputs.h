@@ -1,5 +1,6 @@
 // DYNAMIX — the run's output directory (rank 0): metrics.jsonl, eval.jsonl, decisions.jsonl,
-// summary.json, config.yaml and the checkpoint (DESIGN.md, "Outputs" contract).
+// summary.json, config.yaml and the checkpoint (DESIGN.md, "Outputs" contract); samples.jsonl
+// with output.sample_log.
 //
 // Every write is checked. A log line is written whole or not at all (a failed append cuts what
 // reached the file). After the first failure (a full disk, say) nothing more is written, not even
@@ -17,8 +18,9 @@ class RunOutputs {
  public:
   // Creates `dir` if needed. A fresh run empties the JSONL files; a resumed run keeps their
   // whole lines with step <= resume_step and cuts the rest (written after the checkpoint it
-  // resumes from, or torn by a killed run) in place. Throws dynamix::Error.
-  RunOutputs(const std::string& dir, bool resume, int64_t resume_step);
+  // resumes from, or torn by a killed run) in place. `sample_log` adds samples.jsonl, kept and
+  // cut alike. Throws dynamix::Error.
+  RunOutputs(const std::string& dir, bool resume, int64_t resume_step, bool sample_log = false);
   ~RunOutputs();
   RunOutputs(const RunOutputs&) = delete;
   RunOutputs& operator=(const RunOutputs&) = delete;
@@ -26,6 +28,7 @@ class RunOutputs {
   void metrics(const nlohmann::json& line) { append(metrics_, line); }
   void eval(const nlohmann::json& line) { append(eval_, line); }
   void decision(const nlohmann::json& line) { append(decisions_, line); }
+  void samples(const nlohmann::json& line) { append(samples_, line); }  // only with sample_log
   // Atomic (temp file + rename); throws dynamix::Error.
   void write_file(const std::string& name, const std::string& text) const;
   // Like the logs, these record a failure instead of throwing, and do nothing after one.
@@ -49,7 +52,7 @@ class RunOutputs {
 
   std::string dir_;
   std::string error_;
-  Log metrics_, eval_, decisions_;
+  Log metrics_, eval_, decisions_, samples_;
 };
 
 }  // namespace dynamix

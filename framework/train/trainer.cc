@@ -185,7 +185,13 @@ void Trainer::setup() {
   progress_.model = config_.model;
   progress_.optimizer = t.optimizer;
   progress_.policy = config_.policy.name;
-  const double steps_per_epoch = static_cast<double>(data_.train->size()) / std::max(1, bounds_.global_batch);
+  set_total_steps_hint(bounds_.global_batch);
+}
+
+void Trainer::set_total_steps_hint(int64_t global_batch) {
+  const auto& t = config_.train;
+  const double steps_per_epoch =
+      static_cast<double>(data_.train->size()) / static_cast<double>(std::max<int64_t>(1, global_batch));
   total_steps_hint_ = static_cast<int64_t>(std::ceil(steps_per_epoch * t.epochs));
   if (t.max_steps > 0) total_steps_hint_ = std::min(total_steps_hint_, t.max_steps);
 }
@@ -215,6 +221,10 @@ void Trainer::prepare() {
     if (progress_.world_size == world_) {
       plan_ = progress_.plan;
       if (progress_.base_batch <= 0) progress_.base_batch = lr_.base_batch;  // older checkpoints
+      // The run's B and lr reference are the checkpoint's, not batch.init's: they differ when an
+      // earlier resume changed the world size (the config's lists were tiled for it then).
+      lr_.base_batch = progress_.base_batch;
+      if (bounds_.fixed_global) bounds_.global_batch = static_cast<int32_t>(progress_.base_batch);
       // Limits learned from out-of-memory events hold for the same ranks (never above the config).
       if (progress_.batch_max.size() == bounds_.max.size()) {
         for (size_t i = 0; i < bounds_.max.size(); ++i) {
@@ -234,12 +244,15 @@ void Trainer::prepare() {
       scaler_.restore(progress_.loss_scale, progress_.loss_scale_good_steps, progress_.skipped_steps);
     }
     elapsed_offset_ = progress_.elapsed_s;
+    window_losses_ = progress_.window_losses;  // the window in progress goes on where it was
+    window_grad_norms_ = progress_.window_grad_norms;
     // Not evaluated again at the resumed step if it was evaluated before the checkpoint; a
     // checkpoint of a stop between evaluations (or at max_steps) is evaluated when the run ends.
     // Older checkpoints do not say: their step counts as evaluated when any evaluation was.
     last_eval_step_ = progress_.last_eval_step >= 0 || progress_.last_test_accuracy < 0
                           ? progress_.last_eval_step
                           : progress_.step;
+    set_total_steps_hint(lr_.base_batch);
     hetero_->on_step(progress_.step);
     last_checkpoint_step_ = progress_.step;
     log("resumed from " + path + " at step " + std::to_string(progress_.step));
@@ -254,7 +267,8 @@ void Trainer::prepare() {
     torch::manual_seed(config_.train.seed + 1000003ULL * static_cast<uint64_t>(rank_) + 1);
   }
   if (rank_ == 0 && options_.write_outputs) {
-    outputs_ = std::make_unique<RunOutputs>(config_.output.dir, options_.resume, progress_.step);
+    outputs_ = std::make_unique<RunOutputs>(config_.output.dir, options_.resume, progress_.step,
+                                            config_.output.sample_log);
     outputs_->write_file("config.yaml", config_.source);
   }
   start_ = Clock::now();
@@ -284,6 +298,27 @@ void Trainer::resplit_for_new_world() {
   progress_.world_size = world_;
   progress_.plan = plan_;
   progress_.batch_max.clear();  // limits learned from OOM belonged to the old ranks
+}
+
+void Trainer::log_samples() {
+  // Ranks' slices differ in length: pad each to the longest (the counts are known everywhere).
+  const auto& counts = last_assignment_.counts;
+  const size_t width = static_cast<size_t>(*std::max_element(counts.begin(), counts.end()));
+  std::vector<int64_t> mine(width, -1);
+  std::copy(step_indices_.begin(), step_indices_.end(), mine.begin());
+  std::vector<int64_t> all(rank_ == 0 ? width * static_cast<size_t>(world_) : 0);
+  if (world_ > 1) {
+    comm_.gather(mine.data(), width * sizeof(int64_t), rank_ == 0 ? all.data() : nullptr, 0);
+  } else {
+    all = mine;
+  }
+  if (!outputs_) return;
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (int r = 0; r < world_; ++r) {
+    const auto begin = all.begin() + static_cast<std::ptrdiff_t>(width) * r;
+    per_rank.push_back(std::vector<int64_t>(begin, begin + counts[static_cast<size_t>(r)]));
+  }
+  outputs_->samples({{"step", progress_.step}, {"epoch", last_assignment_.epoch}, {"indices", per_rank}});
 }
 
 void Trainer::broadcast_tensor(torch::Tensor& t) {
@@ -343,6 +378,7 @@ void Trainer::prefetch_next(int64_t completed) {
   next_assignment_ = sampler_->next(plan_);
   auto indices = sampler_->indices(next_assignment_, rank_);
   next_empty_ = indices.empty();  // an epoch tail can leave this rank nothing to load
+  if (config_.output.sample_log) next_indices_ = indices;
   if (!next_empty_) prefetcher_->submit(std::move(indices), data_seed(next_assignment_.epoch));
   has_next_ = true;
 }
@@ -363,6 +399,7 @@ bool Trainer::step() {
   if (has_next_) {
     last_assignment_ = next_assignment_;
     has_next_ = false;
+    if (config_.output.sample_log) step_indices_ = std::move(next_indices_);
     try {
       if (!next_empty_) batch = prefetcher_->take();
     } catch (const c10::OutOfMemoryError& e) {
@@ -371,6 +408,7 @@ bool Trainer::step() {
   } else {
     last_assignment_ = sampler_->next(plan_);
     const auto indices = sampler_->indices(last_assignment_, rank_);
+    if (config_.output.sample_log) step_indices_ = indices;
     try {
       if (!indices.empty()) batch = data_.train->get(indices, data_seed(last_assignment_.epoch));
     } catch (const c10::OutOfMemoryError& e) {
@@ -504,6 +542,7 @@ bool Trainer::step() {
   for (double w : ex.wait_s) wait_frac += step_time > 0 ? w / step_time : 0.0;
   progress_.wait_fraction_sum += wait_frac / world_;
 
+  if (config_.output.sample_log) log_samples();
   if (outputs_) {
     nlohmann::json comm_line = {{"bytes", last_reduce_.bytes},
                                 {"wire_bytes", last_reduce_.wire_bytes},

@@ -124,6 +124,11 @@ class Trainer {
   void broadcast_tensor(torch::Tensor& t);
   // Resume on another world size: keep B and the lr reference, split B evenly, say so.
   void resplit_for_new_world();
+  // Steps the whole run will take at global batch B (for the policy's progress feature).
+  void set_total_steps_hint(int64_t global_batch);
+  // output.sample_log: gathers every rank's indices of the step just done to rank 0, which
+  // writes them to samples.jsonl (a collective; off by default).
+  void log_samples();
 
   Config config_;
   Communicator& comm_;
@@ -142,7 +147,8 @@ class Trainer {
   std::unique_ptr<VariableBatchSampler> sampler_;
   std::unique_ptr<BatchUploader> uploader_;  // CUDA: prefetched batches copied on their own stream
   std::unique_ptr<BatchPrefetcher> prefetcher_;
-  StepAssignment next_assignment_;  // the prefetched step, valid when has_next_
+  StepAssignment next_assignment_;                    // the prefetched step, valid when has_next_
+  std::vector<int64_t> next_indices_, step_indices_;  // output.sample_log: what was loaded
   bool has_next_ = false;
   bool next_empty_ = false;  // the prefetched step gives this rank no samples
   std::unique_ptr<HeteroEmulator> hetero_;

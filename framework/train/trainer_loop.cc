@@ -315,6 +315,8 @@ void Trainer::save_checkpoint() {
   progress_.loss_scale_good_steps = scaler_.good_steps();
   progress_.skipped_steps = scaler_.skipped_steps();
   progress_.policy_state = policy_ ? policy_->save_state() : "";
+  progress_.window_losses = window_losses_;
+  progress_.window_grad_norms = window_grad_norms_;
   outputs_->write_checkpoint(encode_checkpoint(*model_, *optimizer_, progress_));
   if (!outputs_->failed()) last_checkpoint_step_ = progress_.step;
 }

@@ -75,6 +75,7 @@ comm:
 output:
   dir: runs/full
   checkpoint_every: 100
+  sample_log: true
 sim:
   nodes: 32
   workload: {alpha_s: 0.004}
@@ -143,6 +144,7 @@ void expect_full(const Config& c) {
   EXPECT_DOUBLE_EQ(c.comm.heartbeat_timeout_s, 10.0);
   EXPECT_EQ(c.output.dir, "runs/full");
   EXPECT_EQ(c.output.checkpoint_every, 100);
+  EXPECT_TRUE(c.output.sample_log);
   const YAML::Node sim = YAML::Load(c.sim_yaml);
   EXPECT_EQ(sim["nodes"].as<int>(), 32);
   EXPECT_DOUBLE_EQ(sim["workload"]["alpha_s"].as<double>(), 0.004);
@@ -179,6 +181,7 @@ void expect_defaults(const Config& c) {
   EXPECT_EQ(c.backend, "auto");
   EXPECT_EQ(c.comm.bucket_mb, d.comm.bucket_mb);
   EXPECT_EQ(c.output.dir, d.output.dir);
+  EXPECT_FALSE(c.output.sample_log);
   EXPECT_TRUE(c.sim_yaml.empty());
 }
 

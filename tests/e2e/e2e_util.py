@@ -31,9 +31,33 @@ def run(cmd, timeout=600, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
 
 
-def read_jsonl(path):
+def read_jsonl(path, torn_ok=False):
+    """Objects of a JSONL file. torn_ok: ignore a last line without its newline (a killed run's)."""
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        lines = f.read().split("\n")
+    if torn_ok:
+        lines = lines[:-1]
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def rank_pids(launcher_pid):
+    """pid of every rank that mpirun started, by OMPI_COMM_WORLD_RANK in its environment."""
+    pids = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            if ppid != launcher_pid:
+                continue
+            env = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        for var in env:
+            if var.startswith(b"OMPI_COMM_WORLD_RANK="):
+                pids[int(var.split(b"=", 1)[1])] = int(entry.name)
+    return pids
 
 
 def check_outputs(outdir):

@@ -7,9 +7,8 @@ import os
 import signal
 import subprocess
 import time
-from pathlib import Path
 
-from e2e_util import DYNAMIX, TempDir, fail, mpirun, read_jsonl, run, train_cmd, write
+from e2e_util import DYNAMIX, TempDir, fail, mpirun, rank_pids, read_jsonl, run, train_cmd, write
 
 CONFIG = """
 model: cnn
@@ -23,26 +22,6 @@ comm: {heartbeat_timeout_s: 6}
 output: {dir: OUT, checkpoint_every: 5}
 """
 WORLD = 3
-
-
-def rank_pids(launcher_pid):
-    """pid of every rank that mpirun started, by OMPI_COMM_WORLD_RANK in its environment."""
-    pids = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-            if ppid != launcher_pid:
-                continue
-            env = (entry / "environ").read_bytes().split(b"\0")
-        except (OSError, ValueError):
-            continue
-        for var in env:
-            if var.startswith(b"OMPI_COMM_WORLD_RANK="):
-                pids[int(var.split(b"=", 1)[1])] = int(entry.name)
-    return pids
 
 
 def start(d, name, launcher_extra=()):

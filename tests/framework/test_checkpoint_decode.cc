@@ -2,6 +2,7 @@
 // (tests/fuzz/fuzz_checkpoint.cc) rejected with a message instead of loading or misbehaving.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 #include <string>
 
@@ -107,6 +108,40 @@ TEST(CheckpointDecode, LossScaleStateRoundTripsAndIsChecked) {
             std::string::npos);
   EXPECT_NE(error_for("65536", "-2").find("loss-scale counters"), std::string::npos);
   EXPECT_NE(error_for("\"big\"", "0").find("progress record unreadable"), std::string::npos);
+}
+
+TEST(CheckpointDecode, WindowInProgressRoundTripsAndIsOptional) {
+  // The losses and gradient norms of the decision window in progress: a resumed run must hand
+  // the policy what the uninterrupted one would (found by the chaos test, e2e_chaos).
+  torch::nn::Linear saved(3, 2), loaded(3, 2);
+  TrainProgress p = two_rank_progress();
+  p.window_losses = {1.25, 0.1 + 0.2, std::nan("")};
+  p.window_grad_norms = {3.0, 1e-300};
+  torch::optim::SGD opt(loaded->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  const TrainProgress q = decode_checkpoint(payload_of(saved, p), *loaded, opt, "ckpt.pt");
+  ASSERT_EQ(q.window_losses.size(), 3u);
+  EXPECT_EQ(q.window_losses[0], 1.25);
+  EXPECT_EQ(q.window_losses[1], 0.1 + 0.2);  // bit for bit
+  EXPECT_TRUE(std::isnan(q.window_losses[2]));
+  EXPECT_EQ(q.window_grad_norms, p.window_grad_norms);
+
+  torch::nn::Linear model(3, 2);
+  auto error_for = [&](const std::string& field) {
+    return decode_error(
+        payload_with_meta(
+            R"({"step": 5, "epoch": 0, "cursor": 0, "plan": [4], "world_size": 1, "elapsed_s": 0,
+         "samples_seen": 0, "wait_fraction_sum": 0, "last_test_accuracy": -1, "best_test_accuracy": -1,
+         "time_to_target_s": -1, "windows": 0, "last_window_loss": 0, "oom_events": 0, "batch_max": [],
+         "model": "linear", "optimizer": "sgd", "policy": "static")" +
+            field + "}"),
+        model);
+  };
+  EXPECT_EQ(error_for(""), "<no error>");  // older checkpoints: an empty window
+  EXPECT_EQ(error_for(R"(, "window_losses": [0.5, null], "window_grad_norms": [])"), "<no error>");
+  EXPECT_NE(error_for(R"(, "window_losses": ["x"])").find("'window_losses[0]' is not a number"),
+            std::string::npos);
+  EXPECT_NE(error_for(R"(, "window_grad_norms": 2)").find("'window_grad_norms' is not a list"),
+            std::string::npos);
 }
 
 TEST(CheckpointDecode, LastEvalStepRoundTripsAndIsOptional) {
