@@ -18,8 +18,8 @@
 #include "framework/cli/commands.h"
 #include "framework/cli/make_communicator.h"
 #include "framework/comm/mpi_communicator.h"
+#include "framework/comm/mpi_runtime.h"
 #include "framework/core/error.h"
-#include "framework/core/mpi_runtime.h"
 #include "framework/train/device.h"
 #include "framework/train/grad_buckets.h"
 

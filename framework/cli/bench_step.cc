@@ -9,8 +9,8 @@
 
 #include "framework/cli/commands.h"
 #include "framework/comm/mpi_communicator.h"
+#include "framework/comm/mpi_runtime.h"
 #include "framework/core/error.h"
-#include "framework/core/mpi_runtime.h"
 #include "framework/core/stats.h"
 #include "framework/train/precision.h"
 #include "framework/train/trainer.h"

@@ -10,9 +10,9 @@
 #include "framework/cli/commands.h"
 #include "framework/cli/make_communicator.h"
 #include "framework/comm/mpi_communicator.h"
+#include "framework/comm/mpi_runtime.h"
 #include "framework/comm/watchdog.h"
 #include "framework/core/error.h"
-#include "framework/core/mpi_runtime.h"
 #include "framework/train/device.h"
 #include "framework/train/trainer.h"
 

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "framework/comm/mpi_check.h"
 #include "framework/core/error.h"
 #include "kernels/hlc/half.h"
 

@@ -8,8 +8,9 @@
 #include <exception>
 
 #include "framework/comm/cuda_check.h"
+#include "framework/comm/mpi_check.h"
+#include "framework/comm/mpi_runtime.h"
 #include "framework/core/error.h"
-#include "framework/core/mpi_runtime.h"
 
 // NCCL calls on this communicator: the message carries ncclGetLastError, fatal errors abort.
 #define DYNAMIX_NCCL_CALL(call)                                                             \

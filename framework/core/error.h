@@ -26,17 +26,3 @@ int error_rank();
   do {                                                     \
     if (!(cond)) throw ::dynamix::Error(std::string(msg)); \
   } while (0)
-
-// Checks an MPI call; the message carries the call, MPI's error string, the rank and file:line.
-#define DYNAMIX_MPI_CHECK(call)                                                                         \
-  do {                                                                                                  \
-    int dynamix_mpi_rc_ = (call);                                                                       \
-    if (dynamix_mpi_rc_ != 0) {                                                                         \
-      ::dynamix::throw_call_error("MPI", #call, ::dynamix::mpi_error_string(dynamix_mpi_rc_), __FILE__, \
-                                  __LINE__);                                                            \
-    }                                                                                                   \
-  } while (0)
-
-namespace dynamix {
-std::string mpi_error_string(int code);
-}

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "agent/plan_projection.h"
+#include "framework/comm/mpi_runtime.h"
 #include "framework/core/error.h"
-#include "framework/core/mpi_runtime.h"
 #include "framework/core/random.h"
 #include "framework/train/checkpoint_file.h"
 #include "framework/train/device.h"

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "framework/comm/mpi_communicator.h"
-#include "framework/core/mpi_runtime.h"
+#include "framework/comm/mpi_runtime.h"
 #include "framework/train/trainer.h"
 #include "models/registry.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "framework/comm/mpi_communicator.h"
-#include "framework/core/mpi_runtime.h"
+#include "framework/comm/mpi_runtime.h"
 #include "framework/train/grad_buckets.h"
 
 #if DYNAMIX_HAVE_NCCL

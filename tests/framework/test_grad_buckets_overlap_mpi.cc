@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "framework/comm/mpi_communicator.h"
-#include "framework/core/mpi_runtime.h"
+#include "framework/comm/mpi_runtime.h"
 #include "framework/train/grad_buckets.h"
 
 namespace dynamix {

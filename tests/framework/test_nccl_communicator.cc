@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "framework/comm/cuda_check.h"
+#include "framework/comm/mpi_runtime.h"
 #include "framework/comm/nccl_communicator.h"
 #include "framework/core/error.h"
-#include "framework/core/mpi_runtime.h"
 
 namespace dynamix {
 namespace {

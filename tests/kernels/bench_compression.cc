@@ -11,7 +11,7 @@
 
 #include "framework/comm/compression/codec.h"
 #include "framework/comm/mpi_communicator.h"
-#include "framework/core/mpi_runtime.h"
+#include "framework/comm/mpi_runtime.h"
 
 namespace dynamix {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "framework/comm/compression/codec.h"
 #include "framework/comm/mpi_communicator.h"
+#include "framework/comm/mpi_runtime.h"
 #include "framework/core/error.h"
-#include "framework/core/mpi_runtime.h"
 #include "tests/mpi_leak_check.h"
 
 namespace dynamix {

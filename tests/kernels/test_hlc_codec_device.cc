@@ -20,8 +20,8 @@
 #include "framework/comm/compression/codec.h"
 #include "framework/comm/cuda_check.h"
 #include "framework/comm/mpi_communicator.h"
+#include "framework/comm/mpi_runtime.h"
 #include "framework/comm/nccl_communicator.h"
-#include "framework/core/mpi_runtime.h"
 
 namespace dynamix {
 namespace {

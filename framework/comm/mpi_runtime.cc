@@ -1,11 +1,12 @@
 // DYNAMIX — MPI runtime.
-#include "framework/core/mpi_runtime.h"
+#include "framework/comm/mpi_runtime.h"
 
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
 
+#include "framework/comm/mpi_check.h"
 #include "framework/core/error.h"
 
 namespace dynamix {
