@@ -266,6 +266,7 @@ void Trainer::prepare() {
     }
     torch::manual_seed(config_.train.seed + 1000003ULL * static_cast<uint64_t>(rank_) + 1);
   }
+  buffers_averaged_step_ = progress_.step;  // rank 0's buffers everywhere (broadcast or checkpoint)
   if (rank_ == 0 && options_.write_outputs) {
     outputs_ = std::make_unique<RunOutputs>(config_.output.dir, options_.resume, progress_.step,
                                             config_.output.sample_log);
@@ -327,6 +328,33 @@ void Trainer::broadcast_tensor(torch::Tensor& t) {
   torch::Tensor buf = host_copy ? t.to(torch::kCPU).contiguous() : t.contiguous();
   comm_.broadcast(buf.data_ptr(), static_cast<size_t>(buf.nbytes()), DType::kUInt8, 0);
   if (host_copy || !t.is_contiguous()) t.copy_(buf);
+}
+
+void Trainer::average_buffers() {
+  // Each rank's BatchNorm statistics follow its own batches; evaluation (sharded) and checkpoints
+  // (rank 0's state) need one set. Integer buffers (num_batches_tracked) agree: every rank runs
+  // every step. Averaged once per step, so evaluating and checkpointing it rounds only once.
+  if (world_ == 1 || buffers_averaged_step_ == progress_.step) return;
+  buffers_averaged_step_ = progress_.step;
+  std::vector<torch::Tensor> buffers;
+  for (auto& b : model_->buffers()) {
+    if (b.is_floating_point()) buffers.push_back(b);
+  }
+  if (buffers.empty()) return;
+  torch::NoGradGuard no_grad;
+  const auto& batches = last_assignment_.counts.empty() ? plan_ : last_assignment_.counts;  // no step yet
+  const double weight =
+      batches[static_cast<size_t>(rank_)] / std::accumulate(batches.begin(), batches.end(), 0.0);
+  std::vector<torch::Tensor> parts;
+  for (const auto& t : buffers) parts.push_back(t.reshape(-1).to(torch::kFloat64));
+  torch::Tensor flat = torch::cat(parts).mul_(weight);
+  if (flat.is_cuda() && !comm_.reduces_device_buffers()) flat = flat.cpu();
+  comm_.allreduce_sum(flat.data_ptr(), static_cast<size_t>(flat.numel()), DType::kFloat64);
+  int64_t offset = 0;
+  for (auto& t : buffers) {
+    t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+    offset += t.numel();
+  }
 }
 
 Batch Trainer::for_model(Batch b) const {

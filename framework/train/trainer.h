@@ -90,7 +90,8 @@ class Trainer {
   // Seed of the training set's random augmentation in `epoch` (same on every rank).
   uint64_t data_seed(int64_t epoch) const;
   // Evaluates on the test set (sharded over ranks); returns {loss, accuracy}. Out of memory on a
-  // rank halves its evaluation chunk and retries (see eval_chunk_).
+  // rank halves its evaluation chunk and retries (see eval_chunk_). Both this and save_checkpoint()
+  // first make the replicas' buffers identical (average_buffers()).
   std::pair<double, double> evaluate();
   void save_checkpoint();
 
@@ -122,6 +123,9 @@ class Trainer {
   // Broadcasts rank 0's values of a parameter or buffer (device tensors through a host copy
   // unless the backend takes device memory).
   void broadcast_tensor(torch::Tensor& t);
+  // Makes the replicas' floating-point buffers (BatchNorm running statistics) identical before an
+  // evaluation or a checkpoint: their average weighted by b_i / B of the last step, as gradients.
+  void average_buffers();
   // Resume on another world size: keep B and the lr reference, split B evenly, say so.
   void resplit_for_new_world();
   // Steps the whole run will take at global batch B (for the policy's progress feature).
@@ -180,6 +184,7 @@ class Trainer {
   // memory, so evaluation fits the rank's memory as training does.
   int64_t eval_chunk_ = 500;
   int64_t last_eval_step_ = -1;
+  int64_t buffers_averaged_step_ = -1;  // replicas' buffers are identical as of this step
   int64_t total_steps_hint_ = 0;
   std::chrono::steady_clock::time_point start_;
   double elapsed_offset_ = 0;

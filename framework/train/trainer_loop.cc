@@ -60,6 +60,7 @@ void Trainer::evaluate_chunk(int64_t first, int64_t count, double sums[3]) {
 }
 
 std::pair<double, double> Trainer::evaluate() {
+  average_buffers();
   torch::NoGradGuard no_grad;
   model_->eval();
   const int64_t total = data_.test->size();
@@ -297,6 +298,7 @@ void Trainer::recover_from_oom(const std::vector<int32_t>& ooms, const std::stri
 }
 
 void Trainer::save_checkpoint() {
+  average_buffers();  // the checkpoint holds rank 0's model: every rank's statistics, averaged
   // Every rank's generator state travels to rank 0 so a resume continues each stream exactly.
   const std::string mine = generator_state();
   int64_t len = static_cast<int64_t>(mine.size());
