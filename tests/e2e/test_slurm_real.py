@@ -4,8 +4,10 @@ submitted from a directory that is not the repository root.
   A: `scancel --signal=USR1` (the tasks) -> checkpoint, requeue, resume (after Slurm's two-minute
      hold of a requeued job), complete.
   B: `scancel --batch --signal=USR1` (the batch shell, as `#SBATCH --signal=B:USR1@T` sends it) ->
-     forwarded to the tasks, requeue, resume (started at once); then `scancel` (SIGTERM) ends the job, and submitting
-     the same job name again resumes from its checkpoint and completes; once more: nothing to do.
+     forwarded to the tasks, requeue, resume (started at once); then `scancel` (SIGTERM) ends the
+     job, and submitting the same job name again resumes from its checkpoint and completes; once
+     more: nothing to do.
+  C: B again, launched with mpirun inside the allocation (DYNAMIX_LAUNCHER=mpirun).
 Every run: summary.json completed, metrics.jsonl steps 1..N each once. Needs root and the packages
 (scripts/setup.sh); skips (CTest status 77) saying why. Run by hand: /usr/bin/python3 this file."""
 import os
@@ -180,6 +182,23 @@ def preempt_batch_shell_then_resubmit(workdir, env):
     log(f"ok: B: job {third} found the run completed and did nothing")
 
 
+def mpirun_fallback(workdir, env):
+    """C: DYNAMIX_LAUNCHER=mpirun (what the script uses where srun offers no pmix): the batch
+    shell's USR1 reaches the ranks through mpirun; requeue, resume, complete."""
+    job = submit(workdir, "dxc", dict(env, DYNAMIX_LAUNCHER="mpirun"))
+    outdir = workdir / "runs" / "dxc"
+    wait_for("20 steps", lambda: lines(outdir / "metrics.jsonl") >= 20, 240, job, workdir, running=True)
+    sh("scancel", "--batch", "--signal=USR1", job)
+    log(f"scancel --batch --signal=USR1 {job} at {lines(outdir / 'metrics.jsonl')} steps")
+    hurry_requeued(job)
+    wait_for("job C to complete", lambda: finished(job, "COMPLETED"), 400, job, workdir)
+    out = job_output(workdir, job)
+    if f"mpirun -np {TASKS}" not in out or "preempted; requeueing" not in out or not resumed_at(out):
+        fail(f"C: expected mpirun, a requeue and a resumed run:\n{out[-3000:]}")
+    log(f"ok: C: job {job} under mpirun preempted, requeued, resumed at step {resumed_at(out)[0]}, completed")
+    check_run(outdir, "C")
+
+
 def inside_cluster():
     with TempDir() as d:
         workdir = d / "elsewhere"  # not the repository root
@@ -195,6 +214,7 @@ def inside_cluster():
         env.pop("DYNAMIX_OUTPUT_DIR", None)
         preempt_tasks(workdir, env)
         preempt_batch_shell_then_resubmit(workdir, env)
+        mpirun_fallback(workdir, env)
     print("PASSED")
 
 
