@@ -24,6 +24,7 @@ packages=(
   python3-yaml                       # scripts/experiments/run_suite.py reads suite files
   python3-numpy                      # scripts/tools/to_npy.py and the .npy end-to-end test
   python3-torch                      # PyTorch DDP side by side (scripts/pytorch/, e2e_pytorch_ddp)
+  slurmctld slurmd slurm-client munge  # a real one-node Slurm for e2e_slurm_real (scripts/slurm/local_slurm.sh)
 )
 
 SUDO=""

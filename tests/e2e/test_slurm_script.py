@@ -21,11 +21,13 @@ comm: {heartbeat_timeout_s: 6}
 output: {checkpoint_every: 5}
 """
 
-# srun stand-in: runs the command under mpirun with SLURM_NTASKS ranks; FAKE_SIGNAL (USR1) or
-# FAKE_KILL (a rank gets SIGKILL) once metrics.jsonl has FAKE_AFTER lines.
+# srun stand-in: offers pmix to `srun --mpi=list`; runs the command under mpirun with 2 ranks;
+# FAKE_SIGNAL (USR1) or FAKE_KILL (a rank gets SIGKILL) once metrics.jsonl has FAKE_AFTER lines.
+# (tests/e2e/test_slurm_real.py runs the script on a real Slurm.)
 SRUN = """#!/usr/bin/env bash
+[[ $1 == --mpi=list ]] && {{ echo "MPI plugin types are..."; echo "	pmix"; exit 0; }}
 args=()
-for a in "$@"; do [[ $a == --kill-on-bad-exit=* ]] || args+=("$a"); done
+for a in "$@"; do [[ $a == --kill-on-bad-exit=* || $a == --mpi=* ]] || args+=("$a"); done
 {mpirun} "${{args[@]}}" &
 launcher=$!
 if [[ -n ${{FAKE_SIGNAL:-}}${{FAKE_KILL:-}} ]]; then
@@ -40,8 +42,11 @@ if [[ -n ${{FAKE_SIGNAL:-}}${{FAKE_KILL:-}} ]]; then
 fi
 wait $launcher
 """
+# scontrol stand-in: records requeues; `show job` knows nothing (the script then finds its checkout
+# by its own path).
 SCONTROL = """#!/usr/bin/env bash
-echo "$@" >> "$FAKE_SCONTROL_LOG"
+[[ $1 == requeue ]] && echo "$@" >> "$FAKE_SCONTROL_LOG"
+exit 0
 """
 
 
@@ -50,15 +55,19 @@ def executable(path, text):
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
 
 
-def sbatch(d, config, out, restart, **fake):
+def sbatch(d, config, out, restart, cwd=SOURCE_DIR, **fake):
     env = dict(os.environ, PATH=f"{d / 'bin'}:{os.environ['PATH']}", SLURM_JOB_ID="4242",
-               SLURM_RESTART_COUNT=str(restart), DYNAMIX_OUTPUT_DIR=str(out),
-               FAKE_SCONTROL_LOG=str(d / "scontrol.log"), DYNAMIX_MAX_RESTARTS="2")
+               SLURM_RESTART_COUNT=str(restart), FAKE_SCONTROL_LOG=str(d / "scontrol.log"),
+               DYNAMIX_MAX_RESTARTS="2", SLURM_JOB_NAME="dynamix")
+    env.pop("SLURM_SUBMIT_DIR", None)
+    env.pop("DYNAMIX_OUTPUT_DIR", None)
+    if out is not None:
+        env["DYNAMIX_OUTPUT_DIR"] = str(out)
     env.update({k: str(v) for k, v in fake.items()})
-    # Run from the repository root, as sbatch would from there.
+    # Run from `cwd` (the repository root unless given), as sbatch would from there.
     cmd = ["bash", str(SOURCE_DIR / "scripts/slurm/train.sbatch"), str(config)]
     print("+", " ".join(cmd), fake, flush=True)
-    r = subprocess.run(cmd, cwd=SOURCE_DIR, env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     print(r.stdout[-3000:], r.stderr[-3000:])
     return r
 
@@ -121,6 +130,27 @@ def main():
         if r.returncode != 2 or len(requeues(d)) != 3 or "no dynamix binary" not in r.stderr:
             fail("missing binary: expected status 2 with a message, no requeue")
         print("ok: a missing binary is reported, not retried")
+
+        # No DYNAMIX_OUTPUT_DIR: the config's output.dir (flow or block YAML), relative to the
+        # submission directory, else runs/<job name>; never the job id. A second submission of a
+        # completed run does nothing.
+        sub = d / "submitdir"
+        sub.mkdir()
+        for name, text in (("flow.yaml", CONFIG.replace("output: {", "output: {dir: 'out/flow', ")),
+                           ("block.yaml", CONFIG.replace("output: {checkpoint_every: 5}",
+                                                          "output:\n  checkpoint_every: 5\n  dir: out/block  # here\n")),
+                           ("nodir.yaml", CONFIG)):
+            write(sub / name, text.replace("max_steps: 40", "max_steps: 10"))
+            r = sbatch(d, name, None, 0, cwd=sub)
+            expected = sub / {"flow.yaml": "out/flow", "block.yaml": "out/block", "nodir.yaml": "runs/dynamix"}[name]
+            if r.returncode != 0 or not json.loads((expected / "summary.json").read_text())["completed"]:
+                fail(f"{name}: expected a completed run in {expected}")
+            r = sbatch(d, name, None, 0, cwd=sub)
+            if r.returncode != 0 or "already holds a completed run" not in r.stdout:
+                fail(f"{name}: a resubmission of a completed run should do nothing")
+        if len(requeues(d)) != 3:
+            fail("output dirs: no requeue expected")
+        print("ok: output.dir from the config (flow, block), else runs/<job name>; completed runs not rerun")
     print("PASSED")
 
 
