@@ -11,6 +11,7 @@
 
 #include "framework/comm/mpi_communicator.h"
 #include "framework/train/trainer.h"
+#include "tests/models/scripted_bn_net.h"
 
 namespace dynamix {
 namespace {
@@ -46,34 +47,6 @@ class RecordingCommunicator final : public Communicator {
   Communicator& inner_;
 };
 
-// Linear 4 -> 3 and a BatchNorm over the 3 outputs (running_mean, running_var, num_batches_tracked).
-torch::jit::Module bn_net() {
-  auto module = [](const std::string& name) {
-    torch::jit::Module m(name);
-    m.register_attribute("training", c10::BoolType::get(), true);
-    return m;
-  };
-  torch::jit::Module lin = module("Lin"), bn = module("Bn"), net = module("Net");
-  lin.register_parameter("weight", torch::randn({3, 4}).requires_grad_(), false);
-  lin.register_parameter("bias", torch::zeros({3}).requires_grad_(), false);
-  bn.register_parameter("weight", torch::ones({3}).requires_grad_(), false);
-  bn.register_parameter("bias", torch::zeros({3}).requires_grad_(), false);
-  bn.register_buffer("running_mean", torch::zeros({3}));
-  bn.register_buffer("running_var", torch::ones({3}));
-  bn.register_buffer("num_batches_tracked", torch::zeros({}, torch::kInt64));
-  net.register_module("lin", lin);
-  net.register_module("bn", bn);
-  net.define(R"(
-def forward(self, x):
-    h = torch.linear(x, self.lin.weight, self.lin.bias)
-    if self.training:
-        self.bn.num_batches_tracked.add_(1)
-    return torch.batch_norm(h, self.bn.weight, self.bn.bias, self.bn.running_mean, self.bn.running_var,
-                            self.training, 0.1, 1e-5, False)
-)");
-  return net;
-}
-
 class BufferAveraging : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -82,7 +55,7 @@ class BufferAveraging : public ::testing::Test {
     fs::create_directories(dir_);
     path_ = (dir_ / "bn.pt").string();
     torch::manual_seed(0);
-    bn_net().save(path_);
+    testing::scripted_bn_net().save(path_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 

@@ -62,6 +62,19 @@ std::string decode_error(const std::string& payload, torch::nn::Linear& model) {
   return "<no error>";
 }
 
+// The decode error (or "<no error>") of a minimal step-5 progress record plus `field` (",
+// \"key\": value" or empty).
+std::string minimal_meta_error(torch::nn::Linear& model, const std::string& field) {
+  return decode_error(
+      payload_with_meta(
+          R"({"step": 5, "epoch": 0, "cursor": 0, "plan": [4], "world_size": 1, "elapsed_s": 0,
+         "samples_seen": 0, "wait_fraction_sum": 0, "last_test_accuracy": -1, "best_test_accuracy": -1,
+         "time_to_target_s": -1, "windows": 0, "last_window_loss": 0, "oom_events": 0, "batch_max": [],
+         "model": "linear", "optimizer": "sgd", "policy": "static")" +
+          field + "}"),
+      model);
+}
+
 TEST(CheckpointDecode, RoundTrip) {
   torch::nn::Linear saved(3, 2), loaded(3, 2);
   const TrainProgress p = two_rank_progress();
@@ -93,14 +106,8 @@ TEST(CheckpointDecode, LossScaleStateRoundTripsAndIsChecked) {
   // IntegerFieldsMustBeIntegers); present, they must make sense.
   torch::nn::Linear model(3, 2);
   auto error_for = [&](const std::string& scale, const std::string& good) {
-    return decode_error(
-        payload_with_meta(
-            R"({"step": 5, "epoch": 0, "cursor": 0, "plan": [4], "world_size": 1, "elapsed_s": 0,
-         "samples_seen": 0, "wait_fraction_sum": 0, "last_test_accuracy": -1, "best_test_accuracy": -1,
-         "time_to_target_s": -1, "windows": 0, "last_window_loss": 0, "oom_events": 0, "batch_max": [],
-         "model": "linear", "optimizer": "sgd", "policy": "static", "loss_scale": )" +
-            scale + R"(, "loss_scale_good_steps": )" + good + R"(, "skipped_steps": 0})"),
-        model);
+    return minimal_meta_error(model, R"(, "loss_scale": )" + scale + R"(, "loss_scale_good_steps": )" + good +
+                                         R"(, "skipped_steps": 0)");
   };
   EXPECT_EQ(error_for("65536", "2"), "<no error>");
   EXPECT_EQ(error_for("0", "0"), "<no error>");
@@ -126,16 +133,7 @@ TEST(CheckpointDecode, WindowInProgressRoundTripsAndIsOptional) {
   EXPECT_EQ(q.window_grad_norms, p.window_grad_norms);
 
   torch::nn::Linear model(3, 2);
-  auto error_for = [&](const std::string& field) {
-    return decode_error(
-        payload_with_meta(
-            R"({"step": 5, "epoch": 0, "cursor": 0, "plan": [4], "world_size": 1, "elapsed_s": 0,
-         "samples_seen": 0, "wait_fraction_sum": 0, "last_test_accuracy": -1, "best_test_accuracy": -1,
-         "time_to_target_s": -1, "windows": 0, "last_window_loss": 0, "oom_events": 0, "batch_max": [],
-         "model": "linear", "optimizer": "sgd", "policy": "static")" +
-            field + "}"),
-        model);
-  };
+  auto error_for = [&](const std::string& field) { return minimal_meta_error(model, field); };
   EXPECT_EQ(error_for(""), "<no error>");  // older checkpoints: an empty window
   EXPECT_EQ(error_for(R"(, "window_losses": [0.5, null], "window_grad_norms": [])"), "<no error>");
   EXPECT_NE(error_for(R"(, "window_losses": ["x"])").find("'window_losses[0]' is not a number"),
@@ -155,16 +153,7 @@ TEST(CheckpointDecode, LastEvalStepRoundTripsAndIsOptional) {
 
   // Older checkpoints have no last_eval_step (unknown: -1); present, it must be -1..step.
   torch::nn::Linear model(3, 2);
-  auto error_for = [&](const std::string& field) {
-    return decode_error(
-        payload_with_meta(
-            R"({"step": 5, "epoch": 0, "cursor": 0, "plan": [4], "world_size": 1, "elapsed_s": 0,
-         "samples_seen": 0, "wait_fraction_sum": 0, "last_test_accuracy": -1, "best_test_accuracy": -1,
-         "time_to_target_s": -1, "windows": 0, "last_window_loss": 0, "oom_events": 0, "batch_max": [],
-         "model": "linear", "optimizer": "sgd", "policy": "static")" +
-            field + "}"),
-        model);
-  };
+  auto error_for = [&](const std::string& field) { return minimal_meta_error(model, field); };
   EXPECT_EQ(error_for(""), "<no error>");
   EXPECT_EQ(error_for(R"(, "last_eval_step": 5)"), "<no error>");
   EXPECT_EQ(error_for(R"(, "last_eval_step": -1)"), "<no error>");

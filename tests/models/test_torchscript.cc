@@ -10,43 +10,12 @@
 #include "framework/core/error.h"
 #include "models/registry.h"
 #include "models/torchscript.h"
+#include "tests/models/scripted_bn_net.h"
 
 namespace dynamix {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Linear 4 -> 3 and a BatchNorm over the 3 outputs; forward(x, y=None) returns the logits, or the
-// mean cross-entropy of targets y. Built in C++ (no Python needed), as torch.jit.script would.
-// An empty scripted module, with the `training` flag every nn.Module has.
-torch::jit::Module module(const std::string& name) {
-  torch::jit::Module m(name);
-  m.register_attribute("training", c10::BoolType::get(), true);
-  return m;
-}
-
-torch::jit::Module scripted_net() {
-  torch::jit::Module lin = module("Lin"), bn = module("Bn"), net = module("Net");
-  // Parameters require gradients, as torch.nn.Parameter's do.
-  lin.register_parameter("weight", torch::randn({3, 4}).requires_grad_(), false);
-  lin.register_parameter("bias", torch::zeros({3}).requires_grad_(), false);
-  bn.register_parameter("weight", torch::ones({3}).requires_grad_(), false);
-  bn.register_parameter("bias", torch::zeros({3}).requires_grad_(), false);
-  bn.register_buffer("running_mean", torch::zeros({3}));
-  bn.register_buffer("running_var", torch::ones({3}));
-  net.register_module("lin", lin);
-  net.register_module("bn", bn);
-  net.define(R"(
-def forward(self, x, y: Optional[Tensor] = None):
-    h = torch.linear(x, self.lin.weight, self.lin.bias)
-    h = torch.batch_norm(h, self.bn.weight, self.bn.bias, self.bn.running_mean, self.bn.running_var,
-                         self.training, 0.1, 1e-5, False)
-    if y is None:
-        return h
-    return torch.cross_entropy_loss(h, y)
-)");
-  return net;
-}
 
 class TorchScriptModelTest : public ::testing::Test {
  protected:
@@ -55,7 +24,7 @@ class TorchScriptModelTest : public ::testing::Test {
     fs::create_directories(dir_);
     path_ = (dir_ / "net.pt").string();
     torch::manual_seed(0);
-    scripted_net().save(path_);
+    testing::scripted_bn_net().save(path_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -73,7 +42,8 @@ TEST_F(TorchScriptModelTest, StateHasTheScriptedNamesAndIsShared) {
   for (const auto& p : m->named_parameters()) params.push_back(p.key());
   for (const auto& b : m->named_buffers()) buffers.push_back(b.key());
   EXPECT_EQ(params, (std::vector<std::string>{"lin.weight", "lin.bias", "bn.weight", "bn.bias"}));
-  EXPECT_EQ(buffers, (std::vector<std::string>{"bn.running_mean", "bn.running_var"}));
+  EXPECT_EQ(buffers,
+            (std::vector<std::string>{"bn.running_mean", "bn.running_var", "bn.num_batches_tracked"}));
   EXPECT_TRUE(m->has_own_loss());
 
   // An update of the registered parameter is what the scripted forward computes with.
@@ -141,7 +111,8 @@ TEST_F(TorchScriptModelTest, ArchiveRoundTripReachesTheScriptedCode) {
 }
 
 TEST_F(TorchScriptModelTest, TiedWeightsAreOneParameter) {
-  torch::jit::Module a = module("A"), b = module("B"), net = module("Tied");
+  torch::jit::Module a = testing::scripted_module("A"), b = testing::scripted_module("B"),
+                     net = testing::scripted_module("Tied");
   const auto w = torch::randn({3, 3});
   a.register_parameter("weight", w, false);
   b.register_parameter("weight", w, false);
