@@ -75,6 +75,13 @@ Watchdog::~Watchdog() {
   for (auto& p : peers_) tcp_close(p.fd);
 }
 
+// Where rank 0 listens: its port and up to 8 of its IPv4 addresses (broadcast as bytes).
+struct Watchdog::Address {
+  uint16_t port = 0;
+  uint16_t count = 0;
+  char ip[8][16] = {};
+};
+
 void Watchdog::connect_all(Communicator& comm) {
   // Who is who, for messages.
   struct Identity {
@@ -86,11 +93,7 @@ void Watchdog::connect_all(Communicator& comm) {
   comm.allgather(&mine, sizeof(Identity), all.data());
   for (const auto& id : all) identity_.push_back("pid " + std::to_string(id.pid) + " on " + text_of(id.host));
 
-  struct Address {
-    uint16_t port = 0;
-    uint16_t count = 0;
-    char ip[8][16] = {};
-  } address;
+  Address address;
   int listen_fd = -1;
   std::string error;
   if (rank_ == 0) {
@@ -107,80 +110,15 @@ void Watchdog::connect_all(Communicator& comm) {
   comm.broadcast(&address, sizeof(address), DType::kUInt8, 0);
 
   const auto start = std::chrono::steady_clock::now();
-  auto remaining = [&] {
+  const std::function<double()> remaining = [&] {
     return options_.connect_timeout_s -
            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   if (rank_ == 0) {
-    peers_.resize(static_cast<size_t>(world_));
-    // Accept until every rank has said hello (a rank is known by its hello, not its address).
-    std::vector<Peer> pending;
-    int joined = 0;
-    while (listen_fd >= 0 && joined < world_ - 1 && remaining() > 0) {
-      std::vector<pollfd> fds{{listen_fd, POLLIN, 0}};
-      for (const auto& p : pending) fds.push_back({p.fd, POLLIN, 0});
-      ::poll(fds.data(), fds.size(), 100);
-      for (int fd; (fd = tcp_accept(listen_fd)) >= 0;) {
-        Peer p;
-        p.fd = fd;
-        pending.push_back(std::move(p));
-      }
-      for (auto& p : pending) {
-        if (p.fd < 0) continue;
-        if (tcp_recv_available(p.fd, &p.inbox) == RecvStatus::kClosed && p.inbox.size() < sizeof(Message)) {
-          tcp_close(p.fd);
-          p.fd = -1;
-          continue;
-        }
-        if (p.inbox.size() < sizeof(Message)) continue;
-        Message hello;
-        std::memcpy(&hello, p.inbox.data(), sizeof(hello));
-        const bool valid = hello.magic == kMagic && hello.type == kHello && hello.rank > 0 &&
-                           hello.rank < world_ && peers_[static_cast<size_t>(hello.rank)].fd < 0;
-        if (!valid) {
-          tcp_close(p.fd);  // a stranger on our port, or a duplicate
-        } else {
-          Peer& peer = peers_[static_cast<size_t>(hello.rank)];
-          peer.fd = p.fd;
-          peer.inbox = p.inbox.substr(sizeof(Message));
-          ++joined;
-        }
-        p.fd = -1;
-      }
-      pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Peer& p) { return p.fd < 0; }),
-                    pending.end());
-    }
-    for (auto& p : pending) tcp_close(p.fd);
-    tcp_close(listen_fd);
-    if (error.empty() && joined < world_ - 1) {
-      std::string missing;
-      for (int r = 1; r < world_; ++r) {
-        if (peers_[static_cast<size_t>(r)].fd < 0)
-          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      }
-      error = "watchdog: ranks " + missing + " did not connect to rank 0 within " +
-              seconds(options_.connect_timeout_s) + " (TCP port " + std::to_string(address.port) + ")";
-    }
-  } else if (address.count > 0) {
-    peers_.resize(1);
-    std::string tried;
-    for (int i = 0; i < address.count && peers_[0].fd < 0 && remaining() > 0; ++i) {
-      const std::string ip = text_of(address.ip[i]);
-      peers_[0].fd = tcp_connect(ip, address.port, std::min(5.0, std::max(0.1, remaining())));
-      if (peers_[0].fd < 0) tried += (tried.empty() ? "" : ", ") + ip + ": " + std::strerror(errno);
-    }
-    if (peers_[0].fd >= 0) {
-      Message hello;
-      hello.type = kHello;
-      hello.rank = rank_;
-      if (!tcp_send(peers_[0].fd, &hello, sizeof(hello)))
-        error = "watchdog: lost the connection to rank 0 at once";
-    } else {
-      error =
-          "watchdog: cannot reach rank 0 on TCP port " + std::to_string(address.port) + " (" + tried + ")";
-    }
+    const std::string accept_error = accept_peers(listen_fd, address.port, remaining);
+    if (error.empty()) error = accept_error;
   } else {
-    error = "watchdog: rank 0 could not open its TCP port";
+    error = connect_to_root(address, remaining);
   }
 
   // Agree before anyone relies on the channel.
@@ -198,6 +136,76 @@ void Watchdog::connect_all(Communicator& comm) {
   }
   const double now = now_s();
   for (auto& p : peers_) p.last_seen = now;
+}
+
+std::string Watchdog::accept_peers(int listen_fd, uint16_t port, const std::function<double()>& remaining) {
+  peers_.resize(static_cast<size_t>(world_));
+  // Accept until every rank has said hello (a rank is known by its hello, not its address).
+  std::vector<Peer> pending;
+  int joined = 0;
+  while (listen_fd >= 0 && joined < world_ - 1 && remaining() > 0) {
+    std::vector<pollfd> fds{{listen_fd, POLLIN, 0}};
+    for (const auto& p : pending) fds.push_back({p.fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 100);
+    for (int fd; (fd = tcp_accept(listen_fd)) >= 0;) {
+      Peer p;
+      p.fd = fd;
+      pending.push_back(std::move(p));
+    }
+    for (auto& p : pending) {
+      if (p.fd < 0) continue;
+      if (tcp_recv_available(p.fd, &p.inbox) == RecvStatus::kClosed && p.inbox.size() < sizeof(Message)) {
+        tcp_close(p.fd);
+        p.fd = -1;
+        continue;
+      }
+      if (p.inbox.size() < sizeof(Message)) continue;
+      Message hello;
+      std::memcpy(&hello, p.inbox.data(), sizeof(hello));
+      const bool valid = hello.magic == kMagic && hello.type == kHello && hello.rank > 0 &&
+                         hello.rank < world_ && peers_[static_cast<size_t>(hello.rank)].fd < 0;
+      if (!valid) {
+        tcp_close(p.fd);  // a stranger on our port, or a duplicate
+      } else {
+        Peer& peer = peers_[static_cast<size_t>(hello.rank)];
+        peer.fd = p.fd;
+        peer.inbox = p.inbox.substr(sizeof(Message));
+        ++joined;
+      }
+      p.fd = -1;
+    }
+    pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Peer& p) { return p.fd < 0; }),
+                  pending.end());
+  }
+  for (auto& p : pending) tcp_close(p.fd);
+  tcp_close(listen_fd);
+  if (joined == world_ - 1) return "";
+  std::string missing;
+  for (int r = 1; r < world_; ++r) {
+    if (peers_[static_cast<size_t>(r)].fd < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+  }
+  return "watchdog: ranks " + missing + " did not connect to rank 0 within " +
+         seconds(options_.connect_timeout_s) + " (TCP port " + std::to_string(port) + ")";
+}
+
+std::string Watchdog::connect_to_root(const Address& address, const std::function<double()>& remaining) {
+  if (address.count == 0) return "watchdog: rank 0 could not open its TCP port";
+  peers_.resize(1);
+  std::string tried;
+  for (int i = 0; i < address.count && peers_[0].fd < 0 && remaining() > 0; ++i) {
+    const std::string ip = text_of(address.ip[i]);
+    peers_[0].fd = tcp_connect(ip, address.port, std::min(5.0, std::max(0.1, remaining())));
+    if (peers_[0].fd < 0) tried += (tried.empty() ? "" : ", ") + ip + ": " + std::strerror(errno);
+  }
+  if (peers_[0].fd < 0) {
+    return "watchdog: cannot reach rank 0 on TCP port " + std::to_string(address.port) + " (" + tried + ")";
+  }
+  Message hello;
+  hello.type = kHello;
+  hello.rank = rank_;
+  if (!tcp_send(peers_[0].fd, &hello, sizeof(hello)))
+    return "watchdog: lost the connection to rank 0 at once";
+  return "";
 }
 
 void Watchdog::enter(const char* op) {

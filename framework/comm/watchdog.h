@@ -71,9 +71,16 @@ class Watchdog {
  private:
   struct Peer;
   struct Message;
+  struct Address;
 
   void run();
+  // Set-up (collective): rank 0 accepts a TCP connection from every other rank, which says hello;
+  // every rank learns whether all succeeded. Throws Error if any failed.
   void connect_all(Communicator& comm);
+  // Rank 0: accepts every other rank until connect_timeout_s; the error, or "" when all joined.
+  std::string accept_peers(int listen_fd, uint16_t port, const std::function<double()>& remaining);
+  // Other ranks: connects to rank 0 at one of its addresses and says hello; the error, or "".
+  std::string connect_to_root(const Address& address, const std::function<double()>& remaining);
   void handle(int from, const Message& m);
   void check_peers(double now);
   void check_collectives(double now);

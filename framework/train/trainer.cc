@@ -412,143 +412,158 @@ void Trainer::prefetch_next(int64_t completed) {
 }
 
 bool Trainer::step() {
-  const auto step_start = Clock::now();
+  StepState s;
+  s.start = Clock::now();
   hetero_->on_step(progress_.step);
-  LocalStep mine;
-  mine.stop = stop_requested() ? 1.0 : 0.0;
-  const int64_t epoch_before = progress_.epoch, cursor_before = progress_.cursor;
+  s.mine.stop = stop_requested() ? 1.0 : 0.0;
+  s.epoch_before = progress_.epoch;
+  s.cursor_before = progress_.cursor;
+  load_batch(s);
+  forward_backward(s);
+  if (!reduce_gradients(s)) return false;  // a rank ran out of memory: nothing was applied
+  apply_gradients(s);
+  record_step(s);
+  return true;
+}
 
+void Trainer::load_batch(StepState& s) {
   // Data: this rank's slice of the step, usually loaded in the background during the last step.
-  auto t0 = Clock::now();
   // Out of memory while loading or computing (the batch-size-dependent allocations) is agreed on
-  // below and recovered from; anywhere else it ends the run.
-  std::string oom_what;
-  Batch batch;
+  // in reduce_gradients() and recovered from; anywhere else it ends the run.
+  const auto t0 = Clock::now();
   if (has_next_) {
     last_assignment_ = next_assignment_;
     has_next_ = false;
     if (config_.output.sample_log) step_indices_ = std::move(next_indices_);
     try {
-      if (!next_empty_) batch = prefetcher_->take();
+      if (!next_empty_) s.batch = prefetcher_->take();
     } catch (const c10::OutOfMemoryError& e) {
-      oom_what = e.what_without_backtrace();
+      s.oom_what = e.what_without_backtrace();
     }
   } else {
     last_assignment_ = sampler_->next(plan_);
     const auto indices = sampler_->indices(last_assignment_, rank_);
     if (config_.output.sample_log) step_indices_ = indices;
     try {
-      if (!indices.empty()) batch = data_.train->get(indices, data_seed(last_assignment_.epoch));
+      if (!indices.empty()) s.batch = data_.train->get(indices, data_seed(last_assignment_.epoch));
     } catch (const c10::OutOfMemoryError& e) {
-      oom_what = e.what_without_backtrace();
+      s.oom_what = e.what_without_backtrace();
     }
   }
-  const int64_t n = last_assignment_.counts[static_cast<size_t>(rank_)];
-  if (options_.float64 && n > 0 && oom_what.empty() && batch.inputs.is_floating_point()) {
-    batch.inputs = batch.inputs.to(torch::kFloat64);
+  s.n = last_assignment_.counts[static_cast<size_t>(rank_)];
+  if (options_.float64 && s.n > 0 && s.oom_what.empty() && s.batch.inputs.is_floating_point()) {
+    s.batch.inputs = s.batch.inputs.to(torch::kFloat64);
   }
-  if (device_.is_cuda() && n > 0 && oom_what.empty()) {
+  if (device_.is_cuda() && s.n > 0 && s.oom_what.empty()) {
     try {
       // Prefetched batches are there already (BatchUploader); a batch loaded in line is copied here.
-      batch.inputs = batch.inputs.to(device_, /*non_blocking=*/true);
-      batch.targets = batch.targets.to(device_, /*non_blocking=*/true);
+      s.batch.inputs = s.batch.inputs.to(device_, /*non_blocking=*/true);
+      s.batch.targets = s.batch.targets.to(device_, /*non_blocking=*/true);
     } catch (const c10::OutOfMemoryError& e) {
-      oom_what = e.what_without_backtrace();
+      s.oom_what = e.what_without_backtrace();
     }
   }
-  mine.data_s = seconds_since(t0);
+  s.mine.data_s = seconds_since(t0);
   progress_.epoch = last_assignment_.epoch;
   progress_.cursor = last_assignment_.start + last_assignment_.total();
+}
 
+void Trainer::forward_backward(StepState& s) {
   // Forward/backward on the local mean loss, with the next batch loading alongside. With
   // overlap on, backward's hooks pack each gradient (scaled by b_i / B) and full buckets are
   // reduced by the comm thread while backward goes on. Under loss scaling backward runs on
   // loss x S and the packing weight carries 1/S, so the buckets hold unscaled gradients.
   prefetch_next(progress_.step + 1);
-  const double loss_scale = scaler_.scale();
-  const double weight = static_cast<double>(n) / static_cast<double>(last_assignment_.total()) / loss_scale;
-  const bool overlapped = buckets_->overlapped();
-  t0 = Clock::now();
+  s.loss_scale = scaler_.scale();
+  s.weight = static_cast<double>(s.n) / static_cast<double>(last_assignment_.total()) / s.loss_scale;
+  s.overlapped = buckets_->overlapped();
+  const auto t0 = Clock::now();
   model_->train();
   optimizer_->zero_grad();
-  if (overlapped) {
-    buckets_->begin(weight);
+  if (s.overlapped) {
+    buckets_->begin(s.weight);
     hetero_->start_compute();
   }
-  if (n > 0 && oom_what.empty()) {
+  if (s.n > 0 && s.oom_what.empty()) {
     try {
       // Autocast covers forward only (with a model's own loss, that too); the loss and backward run
       // outside it, as LibTorch advises.
-      const auto loss = objective_->loss(*model_, batch.inputs, batch.targets);
+      const auto loss = objective_->loss(*model_, s.batch.inputs, s.batch.targets);
       if (scaler_.enabled()) {
-        (loss * loss_scale).backward();
+        (loss * s.loss_scale).backward();
       } else {
         loss.backward();
       }
-      mine.loss_sum = loss.item<double>() * static_cast<double>(n);
+      s.mine.loss_sum = loss.item<double>() * static_cast<double>(s.n);
     } catch (const c10::OutOfMemoryError& e) {
-      oom_what = e.what_without_backtrace();  // the graph and the batch go with the stack
+      s.oom_what = e.what_without_backtrace();  // the graph and the batch go with the stack
     }
   }
   // The batch's buffer is written again by the upload after next (BatchUploader): no kernel may
   // still read it then. loss.item() has synchronized already, unless forward or backward failed.
   synchronize_device(device_);
-  batch = Batch{};
-  mine.samples = static_cast<double>(n);
-  if (overlapped) {
+  s.batch = Batch{};
+  s.mine.samples = static_cast<double>(s.n);
+  if (s.overlapped) {
     hetero_->pace();  // the emulated slowdown of what backward did after the last full bucket
   } else {
     HeteroEmulator::sleep_seconds(hetero_->compute_delay(seconds_since(t0)));
   }
-  mine.compute_s = seconds_since(t0);
+  s.mine.compute_s = seconds_since(t0);
+}
 
+bool Trainer::reduce_gradients(StepState& s) {
   // Overlap: the rest of the buckets (with zeros where backward produced no gradient, e.g. after
   // running out of memory) and the wait for the comm thread; it includes the straggler wait, so
   // it is timed with the allreduce. No collective of ours may run before it.
-  t0 = Clock::now();
-  ReduceResult red;
-  if (overlapped) red = buckets_->finish(oom_what.empty());
+  const auto t0 = Clock::now();
+  if (s.overlapped) s.red = buckets_->finish(s.oom_what.empty());
 
   // Every rank must have its gradient before any is applied: one small collective.
-  const std::vector<int32_t> ooms = agree_on_memory(!oom_what.empty(), static_cast<int32_t>(n));
+  const std::vector<int32_t> ooms = agree_on_memory(!s.oom_what.empty(), static_cast<int32_t>(s.n));
   if (!ooms.empty()) {
-    recover_from_oom(ooms, oom_what, epoch_before, cursor_before);
+    recover_from_oom(ooms, s.oom_what, s.epoch_before, s.cursor_before);
     return false;
   }
 
   // Weighted average: scale by b_i / B while packing, SUM allreduce, unpack. One rank under loss
   // scaling goes through the buckets too (no collective): they unscale and measure the gradient.
   if (world_ > 1 || scaler_.enabled()) {
-    if (!overlapped) {
-      red = buckets_->reduce(weight);
-      HeteroEmulator::sleep_seconds(hetero_->comm_delay(red.wire_bytes, red.comm_s));
+    if (!s.overlapped) {
+      s.red = buckets_->reduce(s.weight);
+      HeteroEmulator::sleep_seconds(hetero_->comm_delay(s.red.wire_bytes, s.red.comm_s));
     }
-    mine.allreduce_s = seconds_since(t0);
-    last_reduce_ = red;
+    s.mine.allreduce_s = seconds_since(t0);
+    last_reduce_ = s.red;
   }
+  return true;
+}
 
+void Trainer::apply_gradients(StepState& s) {
   // Loss scaling: every rank computed the same global norm from the same reduced buckets, so all
   // skip the same steps. Then the optimizer step at the learning rate of the planned global batch.
-  const bool finite = std::isfinite(red.global_sq_norm);
+  const bool finite = std::isfinite(s.red.global_sq_norm);
   last_applied_ = scaler_.update(finite);
   if (finite) {
     // |g_i|^2 of the local mean gradient: the packer saw it before scaling, i.e. times S^2.
-    mine.local_sq_norm = red.local_sq_norm / (loss_scale * loss_scale);
-    last_global_sq_norm_ = red.global_sq_norm;
+    s.mine.local_sq_norm = s.red.local_sq_norm / (s.loss_scale * s.loss_scale);
+    last_global_sq_norm_ = s.red.global_sq_norm;
   }
-  t0 = Clock::now();
-  const double lr = current_lr();
+  const auto t0 = Clock::now();
+  s.lr = current_lr();
   if (last_applied_) {
-    for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
+    for (auto& group : optimizer_->param_groups()) group.options().set_lr(s.lr);
     optimizer_->step();
   }
   synchronize_device(device_);  // GPU: the step's kernels are done before it is timed
-  mine.optimizer_s = seconds_since(t0);
+  s.mine.optimizer_s = seconds_since(t0);
+}
 
+void Trainer::record_step(StepState& s) {
   // One small collective gives every rank every rank's times, the loss, the stop votes and
   // whether rank 0's outputs failed.
-  mine.output_failed = outputs_ && outputs_->failed() ? 1.0 : 0.0;
-  auto buf = StepExchange::pack(mine, rank_, world_);
+  s.mine.output_failed = outputs_ && outputs_->failed() ? 1.0 : 0.0;
+  auto buf = StepExchange::pack(s.mine, rank_, world_);
   if (world_ > 1) comm_.allreduce_sum(buf.data(), buf.size(), DType::kFloat64);
   const StepExchange ex = StepExchange::unpack(buf, world_);
   window_.add(ex, rank_, plan_[static_cast<size_t>(rank_)]);
@@ -565,52 +580,53 @@ bool Trainer::step() {
 
   ++progress_.step;
   progress_.samples_seen += ex.samples;
-  const double step_time = seconds_since(step_start);
+  const double step_time = seconds_since(s.start);
   double wait_frac = 0;
   for (double w : ex.wait_s) wait_frac += step_time > 0 ? w / step_time : 0.0;
   progress_.wait_fraction_sum += wait_frac / world_;
 
   if (config_.output.sample_log) log_samples();
-  if (outputs_) {
-    nlohmann::json comm_line = {{"bytes", last_reduce_.bytes},
-                                {"wire_bytes", last_reduce_.wire_bytes},
-                                {"overlap", overlapped},
-                                {"busy_s", last_reduce_.comm_s}};
-
-    if (config_.comm.compression != "none") {
-      const CodecStats& c = last_reduce_.codec;
-      comm_line["codec"] = config_.comm.compression;
-      comm_line["path"] = c.path;  // what the automatic choice picked for the last bucket
-      comm_line["union_density"] = c.union_density;
-      comm_line["peeled_fraction"] = c.peeled_fraction;
-      comm_line["fallback_count"] = c.fallback_count;
-    }
-    std::vector<double> compute, data;
-    for (const auto& l : ex.ranks) {
-      compute.push_back(l.compute_s);
-      data.push_back(l.data_s);
-    }
-    outputs_->metrics({{"step", progress_.step},
-                       {"epoch", fractional_epoch()},
-                       {"wall_time", elapsed()},
-                       {"loss", ex.loss},
-                       {"lr", lr},
-                       {"global_batch", last_assignment_.total()},
-                       {"batch_sizes", last_assignment_.counts},
-                       {"step_time", step_time},
-                       {"compute_time", compute},
-                       {"comm_time", ex.comm_s},
-                       {"wait_time", ex.wait_s},
-                       {"data_time", data},
-                       {"throughput", step_time > 0 ? ex.samples / step_time : 0.0},
-                       {"monitor_source", monitor_source()},
-                       {"comm", comm_line},
-                       {"loss_scale", loss_scale},
-                       {"skipped", !last_applied_}});
-  }
+  if (outputs_) write_step_metrics(s, ex, step_time);
   stop_agreed_ = ex.stop;
   output_failed_agreed_ = ex.output_failed;
-  return true;
+}
+
+void Trainer::write_step_metrics(const StepState& s, const StepExchange& ex, double step_time) {
+  nlohmann::json comm_line = {{"bytes", last_reduce_.bytes},
+                              {"wire_bytes", last_reduce_.wire_bytes},
+                              {"overlap", s.overlapped},
+                              {"busy_s", last_reduce_.comm_s}};
+
+  if (config_.comm.compression != "none") {
+    const CodecStats& c = last_reduce_.codec;
+    comm_line["codec"] = config_.comm.compression;
+    comm_line["path"] = c.path;  // what the automatic choice picked for the last bucket
+    comm_line["union_density"] = c.union_density;
+    comm_line["peeled_fraction"] = c.peeled_fraction;
+    comm_line["fallback_count"] = c.fallback_count;
+  }
+  std::vector<double> compute, data;
+  for (const auto& l : ex.ranks) {
+    compute.push_back(l.compute_s);
+    data.push_back(l.data_s);
+  }
+  outputs_->metrics({{"step", progress_.step},
+                     {"epoch", fractional_epoch()},
+                     {"wall_time", elapsed()},
+                     {"loss", ex.loss},
+                     {"lr", s.lr},
+                     {"global_batch", last_assignment_.total()},
+                     {"batch_sizes", last_assignment_.counts},
+                     {"step_time", step_time},
+                     {"compute_time", compute},
+                     {"comm_time", ex.comm_s},
+                     {"wait_time", ex.wait_s},
+                     {"data_time", data},
+                     {"throughput", step_time > 0 ? ex.samples / step_time : 0.0},
+                     {"monitor_source", monitor_source()},
+                     {"comm", comm_line},
+                     {"loss_scale", s.loss_scale},
+                     {"skipped", !last_applied_}});
 }
 
 }  // namespace dynamix

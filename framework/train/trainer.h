@@ -96,6 +96,29 @@ class Trainer {
   void save_checkpoint();
 
  private:
+  // What one step() carries from stage to stage.
+  struct StepState {
+    std::chrono::steady_clock::time_point start;
+    LocalStep mine;                               // this rank's part of the step exchange
+    int64_t epoch_before = 0, cursor_before = 0;  // the sampler's place before the step (OOM rewind)
+    Batch batch;                                  // this rank's slice, dropped after backward
+    int64_t n = 0;                                // its size
+    std::string oom_what;                         // non-empty: out of memory while loading or computing
+    double loss_scale = 1;
+    double weight = 0;  // packing weight b_i / B / S
+    bool overlapped = false;
+    ReduceResult red;
+    double lr = 0;
+  };
+  // The stages of step(), in order. reduce_gradients() returns false when a rank ran out of
+  // memory (recovered; nothing is applied).
+  void load_batch(StepState& s);
+  void forward_backward(StepState& s);
+  bool reduce_gradients(StepState& s);
+  void apply_gradients(StepState& s);
+  void record_step(StepState& s);  // the step exchange, window and progress, outputs
+  void write_step_metrics(const StepState& s, const StepExchange& ex, double step_time);
+
   void decide_window();
   // Adds {loss x count, correct, counted} of test samples [first, first + count) to `sums`.
   void evaluate_chunk(int64_t first, int64_t count, double sums[3]);

@@ -9,17 +9,13 @@
 #include "agent/sim/profile_fit.h"
 #include "agent/sim/sim_config.h"
 #include "framework/core/error.h"
+#include "tests/test_util.h"
 
 namespace dynamix {
 namespace {
 
 std::string error_of(const std::string& yaml) {
-  try {
-    parse_sim_config(yaml);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::error_of([&] { parse_sim_config(yaml); });
 }
 
 TEST(SimConfigTest, DesignExampleParses) {

@@ -5,24 +5,16 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 
 #include "framework/config/config.h"
 #include "framework/core/error.h"
+#include "tests/test_util.h"
 
 namespace dynamix {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(ConfigFiles, EveryExampleConfigParses) {
   const fs::path dir = fs::path(DYNAMIX_SOURCE_DIR) / "configs";

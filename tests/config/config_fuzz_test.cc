@@ -6,17 +6,13 @@
 
 #include "framework/config/config.h"
 #include "framework/core/error.h"
+#include "tests/test_util.h"
 
 namespace dynamix {
 namespace {
 
 std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  try {
-    parse_config(yaml, "x.yaml", overrides);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
+  return testing::error_of([&] { parse_config(yaml, "x.yaml", overrides); });
 }
 
 // The emitter replaced invalid UTF-8, so the saved config.yaml named another output.dir than the

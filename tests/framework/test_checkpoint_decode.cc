@@ -8,6 +8,7 @@
 
 #include "framework/core/error.h"
 #include "framework/train/checkpoint.h"
+#include "tests/test_util.h"
 
 namespace dynamix {
 namespace {
@@ -54,12 +55,7 @@ std::string payload_with_meta(const std::string& meta) {
 
 std::string decode_error(const std::string& payload, torch::nn::Linear& model) {
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-  try {
-    decode_checkpoint(payload, *model, opt, "ckpt.pt");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
+  return testing::error_of([&] { decode_checkpoint(payload, *model, opt, "ckpt.pt"); });
 }
 
 // The decode error (or "<no error>") of a minimal step-5 progress record plus `field` (",

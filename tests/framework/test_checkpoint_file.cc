@@ -6,6 +6,7 @@
 
 #include "framework/core/error.h"
 #include "framework/train/checkpoint_file.h"
+#include "tests/test_util.h"
 
 namespace dynamix {
 namespace {
@@ -26,12 +27,7 @@ class CheckpointFile : public ::testing::Test {
   }
   void spit(const std::string& s) { std::ofstream(path_, std::ios::binary | std::ios::trunc) << s; }
   std::string error_of() {
-    try {
-      read_checkpoint_file(path_);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
+    return testing::error_of([&] { read_checkpoint_file(path_); });
   }
   fs::path dir_;
   std::string path_;
