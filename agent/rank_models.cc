@@ -21,6 +21,7 @@ RankTimeModels::RankTimeModels(Options options) : options_(options) {
   DYNAMIX_CHECK(options_.history >= 1, "rank models: history must be >= 1");
   DYNAMIX_CHECK(options_.forget > 0 && options_.forget <= 1, "rank models: forget must be in (0, 1]");
   DYNAMIX_CHECK(options_.change_threshold > 0, "rank models: change_threshold must be > 0");
+  for (int32_t age = 0; age < options_.history; ++age) age_weight_.push_back(std::pow(options_.forget, age));
 }
 
 void RankTimeModels::reset() {
@@ -34,9 +35,7 @@ RankTimeModels::Model RankTimeModels::fit(const std::deque<Observation>& obs) co
   if (obs.empty()) return m;
   const size_t n = obs.size();
   // Every time has the same noise; the weights only discount age (the newest weighs 1).
-  auto point = [&](size_t k) {
-    return WeightedPoint{obs[k].batch, obs[k].seconds, std::pow(options_.forget, double(n - 1 - k))};
-  };
+  auto point = [&](size_t k) { return WeightedPoint{obs[k].batch, obs[k].seconds, age_weight_[n - 1 - k]}; };
   auto [lo, hi] = std::minmax_element(
       obs.begin(), obs.end(), [](const Observation& a, const Observation& b) { return a.batch < b.batch; });
   if (n >= size_t(kMinAffineObservations) && hi->batch - lo->batch >= 0.5) {

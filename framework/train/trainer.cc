@@ -357,11 +357,11 @@ void Trainer::average_buffers() {
   }
 }
 
-Batch Trainer::for_model(Batch b) const {
+Batch Trainer::for_model(Batch b, bool non_blocking) const {
   if (options_.float64 && b.inputs.is_floating_point()) b.inputs = b.inputs.to(torch::kFloat64);
   if (device_.is_cuda()) {
-    b.inputs = b.inputs.to(device_);
-    b.targets = b.targets.to(device_);
+    b.inputs = b.inputs.to(device_, non_blocking);
+    b.targets = b.targets.to(device_, non_blocking);
   }
   return b;
 }
@@ -451,14 +451,10 @@ void Trainer::load_batch(StepState& s) {
     }
   }
   s.n = last_assignment_.counts[static_cast<size_t>(rank_)];
-  if (options_.float64 && s.n > 0 && s.oom_what.empty() && s.batch.inputs.is_floating_point()) {
-    s.batch.inputs = s.batch.inputs.to(torch::kFloat64);
-  }
-  if (device_.is_cuda() && s.n > 0 && s.oom_what.empty()) {
+  if (s.n > 0 && s.oom_what.empty()) {
     try {
-      // Prefetched batches are there already (BatchUploader); a batch loaded in line is copied here.
-      s.batch.inputs = s.batch.inputs.to(device_, /*non_blocking=*/true);
-      s.batch.targets = s.batch.targets.to(device_, /*non_blocking=*/true);
+      // Prefetched batches are on the device already (BatchUploader); one loaded in line is copied.
+      s.batch = for_model(std::move(s.batch), /*non_blocking=*/true);
     } catch (const c10::OutOfMemoryError& e) {
       s.oom_what = e.what_without_backtrace();
     }

@@ -122,8 +122,9 @@ class Trainer {
   void decide_window();
   // Adds {loss x count, correct, counted} of test samples [first, first + count) to `sums`.
   void evaluate_chunk(int64_t first, int64_t count, double sums[3]);
-  // A loaded batch as the model takes it: float64 inputs under options_.float64, on the device.
-  Batch for_model(Batch b) const;
+  // A loaded batch as the model takes it: float64 inputs under options_.float64, on the device
+  // (the step's copies are asynchronous: non_blocking).
+  Batch for_model(Batch b, bool non_blocking = false) const;
   // Every rank learns whether rank 0 failed to write an output; throws OutputWriteError if so.
   void check_outputs_written();
   [[noreturn]] void throw_output_error() const;
