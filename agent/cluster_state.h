@@ -12,18 +12,19 @@ namespace dynamix {
 // Monitoring fields hold 0 where their source is unavailable (see monitor_source in summary.json).
 struct NodeRecord {
   int32_t rank = 0;
-  int32_t batch_size = 0;     // b_i in force during the window
-  int32_t batch_max = 0;      // upper bound b_max_i for this rank (memory)
-  int32_t steps = 0;          // steps averaged in this record
-  int32_t oom_events = 0;     // steps this rank ran out of memory in the window (plan repaired)
-  double compute_s = 0;       // mean forward+backward time per step (emulated slowdown included)
-  double compute_rel_se = 0;  // relative standard error of compute_s over the window's steps
-  double comm_s = 0;          // mean allreduce transfer time per step (straggler wait excluded)
-  double wait_s = 0;          // mean straggler wait per step (gradients ready -> collective done)
-  double data_s = 0;          // mean data-loading wait per step
-  double optimizer_s = 0;     // mean optimizer step time
-  double samples_per_s = 0;   // local compute throughput: b_i / compute_s
-  double grad_sq_norm = 0;    // |g_i|^2 of the local mean gradient (last step), for the noise scale
+  int32_t batch_size = 0;       // b_i in force during the window
+  int32_t batch_max = 0;        // upper bound b_max_i for this rank (memory)
+  int32_t steps = 0;            // steps averaged in this record
+  int32_t oom_events = 0;       // steps this rank ran out of memory in the window (plan repaired)
+  double compute_s = 0;         // mean forward+backward time per step (emulated slowdown included)
+  double compute_rel_se = 0;    // relative standard error of compute_s over the window's steps
+  double compute_recent_s = 0;  // mean compute time of the window's last quarter (recent_steps)
+  double comm_s = 0;            // mean allreduce transfer time per step (straggler wait excluded)
+  double wait_s = 0;            // mean straggler wait per step (gradients ready -> collective done)
+  double data_s = 0;            // mean data-loading wait per step
+  double optimizer_s = 0;       // mean optimizer step time
+  double samples_per_s = 0;     // local compute throughput: b_i / compute_s
+  double grad_sq_norm = 0;      // |g_i|^2 of the local mean gradient (last step), for the noise scale
   // System (issue: monitoring).
   double cpu_util_process = 0, cpu_util_machine = 0;  // fraction of one core / of the machine
   double mem_rss_bytes = 0, mem_available_bytes = 0;

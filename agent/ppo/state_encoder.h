@@ -11,8 +11,9 @@
 namespace dynamix {
 
 // What the heuristics know about the window, as per-rank batch proposals (continuous, summing to
-// `global_batch`): the balanced split of the fitted models (slow: the history), the same models
-// rescaled by the last window's measurement (fast: reacts at once, noisier), and the
+// `global_batch`): the balanced split of the fitted models (slow: the history; after a change, the
+// window's last quarter), the same models rescaled by the last window's mean (fast: reacts at
+// once, noisier), and the
 // proportional controller's rate split b_i/t_i (no fixed-cost term).
 struct BalanceView {
   double global_batch = 0;

@@ -59,6 +59,7 @@ ClusterSimulator::ClusterSimulator(SimConfig config, BatchBounds bounds, std::ve
   compute_.assign(size_t(n_), 0.0);
   sum_compute_.assign(size_t(n_), 0.0);
   sum_compute_sq_.assign(size_t(n_), 0.0);
+  sum_recent_.assign(size_t(n_), 0.0);
   sum_wait_.assign(size_t(n_), 0.0);
   last_local_gsq_.assign(size_t(n_), 0.0);
   totals_.nodes = n_;
@@ -128,7 +129,10 @@ void ClusterSimulator::update_slowdowns() {
 void ClusterSimulator::simulate(int64_t steps) {
   std::fill(sum_compute_.begin(), sum_compute_.end(), 0.0);
   std::fill(sum_compute_sq_.begin(), sum_compute_sq_.end(), 0.0);
+  std::fill(sum_recent_.begin(), sum_recent_.end(), 0.0);
   std::fill(sum_wait_.begin(), sum_wait_.end(), 0.0);
+  recent_steps_ = 0;
+  const int64_t recent_from = steps - recent_steps(steps);
   win_steps_ = 0;
   win_time_ = win_loss_ = win_gnorm_ = win_gnorm_sq_ = 0;
   const SimWorkload& w = config_.workload;
@@ -150,9 +154,12 @@ void ClusterSimulator::simulate(int64_t steps) {
       max_c = std::max(max_c, c[i]);
     }
     double wait = 0;
+    const bool recent = s >= recent_from;
+    recent_steps_ += recent;
     for (int32_t i = 0; i < n_; ++i) {
       sum_compute_[size_t(i)] += c[i];
       sum_compute_sq_[size_t(i)] += c[i] * c[i];
+      if (recent) sum_recent_[size_t(i)] += c[i];
       sum_wait_[size_t(i)] += max_c - c[i];
       wait += max_c - c[i];
     }
@@ -202,6 +209,8 @@ ClusterState ClusterSimulator::make_state() {
     r.compute_s = sum_compute_[size_t(i)] / ws;
     r.compute_rel_se =
         relative_standard_error(sum_compute_[size_t(i)], sum_compute_sq_[size_t(i)], double(win_steps_));
+    // A run that ends before the window's last quarter has no recent part: the window's mean.
+    r.compute_recent_s = recent_steps_ > 0 ? sum_recent_[size_t(i)] / double(recent_steps_) : r.compute_s;
     r.comm_s = comm_s_;
     r.wait_s = sum_wait_[size_t(i)] / ws;
     r.samples_per_s = r.compute_s > 0 ? r.batch_size / r.compute_s : 0;

@@ -84,7 +84,8 @@ class ClusterSimulator {
   double ideal_batch_ = -1, ideal_throughput_ = 0;  // balanced_throughput cache (slowdowns, B)
 
   // Per-window accumulators, sized once.
-  std::vector<double> compute_, sum_compute_, sum_compute_sq_, sum_wait_;
+  std::vector<double> compute_, sum_compute_, sum_compute_sq_, sum_recent_, sum_wait_;
+  int64_t recent_steps_ = 0;  // steps summed in sum_recent_ (the window's last quarter)
   int64_t win_steps_ = 0;
   double win_time_ = 0, win_loss_ = 0, win_gnorm_ = 0, win_gnorm_sq_ = 0, last_global_gsq_ = 0;
   std::vector<double> last_local_gsq_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace dynamix {
@@ -88,5 +89,10 @@ inline double relative_standard_error(double sum, double sum_sq, double n) {
   const double variance = std::max(0.0, (sum_sq - n * mean * mean) / (n - 1));
   return std::sqrt(variance / n) / mean;
 }
+
+// The steps of a decision window that count as its recent part: the last quarter, at least one.
+// Their mean compute time tells a change inside the window from the window's mean, which mixes the
+// before and the after.
+inline int64_t recent_steps(int64_t window_steps) { return std::max<int64_t>(1, window_steps / 4); }
 
 }  // namespace dynamix

@@ -53,6 +53,7 @@ void WindowAccumulator::add(const StepExchange& ex, int rank, int32_t batch_size
   data_ += l.data_s;
   compute_ += l.compute_s;
   compute_sq_ += l.compute_s * l.compute_s;
+  compute_steps_.push_back(l.compute_s);
   comm_ += ex.comm_s[r];
   wait_ += ex.wait_s[r];
   opt_ += l.optimizer_s;
@@ -71,6 +72,10 @@ NodeRecord WindowAccumulator::take(int rank, int32_t batch_max) {
     rec.data_s = data_ / n;
     rec.compute_s = compute_ / n;
     rec.compute_rel_se = relative_standard_error(compute_, compute_sq_, n);
+    const auto k = static_cast<size_t>(recent_steps(steps_));
+    double recent = 0;
+    for (size_t j = compute_steps_.size() - k; j < compute_steps_.size(); ++j) recent += compute_steps_[j];
+    rec.compute_recent_s = recent / static_cast<double>(k);
     rec.comm_s = comm_ / n;
     rec.wait_s = wait_ / n;
     rec.optimizer_s = opt_ / n;

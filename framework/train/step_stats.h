@@ -51,6 +51,7 @@ class WindowAccumulator {
   int64_t steps_ = 0;
   int32_t batch_ = 0;
   double compute_sq_ = 0;
+  std::vector<double> compute_steps_;  // this window's compute times, for the recent mean
   double data_ = 0, compute_ = 0, comm_ = 0, wait_ = 0, opt_ = 0, samples_ = 0, sq_norm_ = 0;
 };
 

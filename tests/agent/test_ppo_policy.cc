@@ -10,6 +10,7 @@
 #include "agent/plan_projection.h"
 #include "agent/ppo/dynamix_policy.h"
 #include "agent/ppo/ppo_learner.h"
+#include "agent/ppo/state_encoder.h"
 
 namespace dynamix {
 namespace {
@@ -257,6 +258,27 @@ TEST(DynamixPolicy, AWindowWithAnOutOfMemoryRankIsPenalized) {
       policy.last_reward().efficiency - o.ppo.reward.churn * policy.last_reward().churn - o.ppo.reward.oom,
       1e-9);
   EXPECT_LT(oom.reward, clean.reward - 1.0);
+}
+
+// Rank 1 slows 4x in the middle of window 3: the window's mean (0.25 s) mixes before and after,
+// its last quarter (0.4 s) is the after. Its model restarts, and the slow proposal reads the last
+// quarter: rates 20/0.1 and 20/0.4 split B = 40 as 32 + 8 (the mean alone would give 28.6 + 11.4).
+// Rank 0's last quarter differs by noise only (no restart): its model is kept.
+TEST(BalanceView, AChangeInsideTheWindowIsReadFromItsLastQuarter) {
+  ClusterState s = two_ranks(0.1, 0);
+  RankTimeModels models;
+  for (int w = 0; w < 3; ++w) models.observe(s);
+  s.nodes[0].compute_recent_s = 0.11;
+  s.nodes[1].compute_s = 0.25;
+  s.nodes[1].compute_recent_s = 0.4;
+  models.observe(s);
+  ASSERT_TRUE(models.readings()[1].restarted);
+  ASSERT_FALSE(models.readings()[0].restarted);
+  const BalanceView v = balance_view(s, models, 40);
+  ASSERT_TRUE(v.ready);
+  EXPECT_NEAR(v.slow[0], 32, 1e-6);
+  EXPECT_NEAR(v.slow[1], 8, 1e-6);
+  EXPECT_NEAR(v.fast[1], 40 * 80.0 / 280.0, 1e-6);  // the fast proposal keeps the window's mean
 }
 
 }  // namespace

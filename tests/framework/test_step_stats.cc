@@ -47,5 +47,19 @@ TEST(StepExchange, WindowRecordsTheRelativeStandardErrorOfCompute) {
   EXPECT_EQ(relative_standard_error(0.1, 0.01, 1), 0);  // one value: unknown
 }
 
+// Eight steps, the last two three times slower: the window's mean mixes both (1.5), its last
+// quarter (recent_steps(8) = 2 steps) is the slower regime alone.
+TEST(StepExchange, WindowRecordsTheMeanOfItsLastQuarter) {
+  WindowAccumulator acc;
+  for (double c : {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0, 3.0}) {
+    LocalStep l{0.0, c, 0.0, 0.0, 1.0, 1.0, 1.0};
+    acc.add(StepExchange::unpack(StepExchange::pack(l, 0, 1), 1), 0, 8);
+  }
+  const NodeRecord r = acc.take(0, 64);
+  EXPECT_NEAR(r.compute_s, 1.5, 1e-12);
+  EXPECT_NEAR(r.compute_recent_s, 3.0, 1e-12);
+  EXPECT_EQ(recent_steps(3), 1);  // short windows: at least the last step
+}
+
 }  // namespace
 }  // namespace dynamix
