@@ -8,6 +8,7 @@
 
 #include "agent/plan_projection.h"
 #include "framework/core/error.h"
+#include "framework/core/stats.h"
 
 namespace dynamix {
 namespace {
@@ -116,6 +117,52 @@ std::vector<double> changed_since(const ClusterState& s, const RankTimeModels& m
   return scale;
 }
 
+// Relative variance of rank i's fitted level t_i(b_i): the model's residual over its effective
+// number of windows (forgetting weights), or, with one window, that window's own standard error.
+double level_variance(const RankTimeModels& models, const NodeRecord& r, size_t i) {
+  const RankTimeModels::Reading& rd = models.readings()[i];
+  if (rd.observations < 2) return r.compute_rel_se * r.compute_rel_se;
+  double sw = 0, sww = 0, w = 1;
+  for (int32_t k = 0; k < rd.observations; ++k, w *= models.forget()) sw += w, sww += w * w;
+  return rd.residual * rd.residual * sww / (sw * sw);
+}
+
+// Noise between ranks of equal speed is not a difference of speed. A rank's per-sample time
+// log(t_i(b_i)/b_i) within kSameSpeed standard errors of the cluster's median is pulled toward it
+// by the share of those ranks' spread that noise explains (James-Stein), by at most one standard
+// error of its own (Efron-Morris limited translation): a homogeneous noisy cluster keeps its even
+// split, while a rank that really differs by more than its noise, a rank whose model restarted,
+// and clusters under 4 ranks (too few to tell spread from noise) are left as they are.
+constexpr double kSameSpeed = 3.0;
+
+void shrink_noise_toward_cluster(const ClusterState& s, const RankTimeModels& models,
+                                 std::vector<double>& scale) {
+  const size_t n = scale.size();
+  if (n < 4) return;
+  std::vector<double> u(n), v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const NodeRecord& r = s.nodes[i];
+    const double b = std::max(1, r.batch_size);
+    u[i] = std::log(scale[i] * models.models()[i].at(b) / b);
+    v[i] = level_variance(models, r, i);
+  }
+  const double center = median(u);
+  std::vector<size_t> same;
+  double spread = 0, noise = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = u[i] - center;
+    if (models.readings()[i].restarted || !(d * d <= kSameSpeed * kSameSpeed * v[i])) continue;
+    same.push_back(i);
+    spread += d * d, noise += v[i];
+  }
+  if (same.size() < 4 || !(spread > 0) || !std::isfinite(noise)) return;
+  const double noise_share = std::min(1.0, noise / spread);
+  for (size_t i : same) {
+    const double limit = std::sqrt(v[i]);
+    scale[i] *= std::exp(-clamp(noise_share * (u[i] - center), -limit, limit));
+  }
+}
+
 }  // namespace
 
 BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, double global_batch) {
@@ -129,7 +176,8 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   if (!v.ready) return v;
   std::vector<double> lo, hi, scale(n, 1.0);
   rank_bounds(s.bounds, n, lo, hi);
-  const std::vector<double> changed = changed_since(s, models);
+  std::vector<double> changed = changed_since(s, models);
+  shrink_noise_toward_cluster(s, models, changed);
   v.predicted_compute_s = models.split(global_batch, lo, hi, v.slow, &changed);
   double rate_sum = 0;
   for (size_t i = 0; i < n; ++i) {

@@ -281,5 +281,48 @@ TEST(BalanceView, AChangeInsideTheWindowIsReadFromItsLastQuarter) {
   EXPECT_NEAR(v.fast[1], 40 * 80.0 / 280.0, 1e-6);  // the fast proposal keeps the window's mean
 }
 
+// Eight ranks of equal speed, their window means off by up to ±20 % of noise that changes from
+// window to window: the fitted models differ by noise alone, and the slow proposal keeps the even
+// split far closer than the models' own split does. A rank that really is 2x slower moves as it
+// would without the shrinkage.
+TEST(BalanceView, NoiseBetweenEqualRanksIsNotTakenForSpeed) {
+  auto window = [](int w, double slow_rank_factor) {
+    ClusterState s;
+    s.bounds.max.assign(8, 256);
+    s.bounds.global_batch = 256;
+    s.nodes.resize(8);
+    for (int i = 0; i < 8; ++i) {
+      NodeRecord& r = s.nodes[size_t(i)];
+      r.batch_size = 32;
+      r.compute_s = 0.1 * (1 + 0.2 * std::sin(7.0 * i + 3.0 * w)) * (i == 0 ? slow_rank_factor : 1.0);
+      r.compute_recent_s = r.compute_s;
+      r.compute_rel_se = 0.02;
+    }
+    return s;
+  };
+  auto deviation = [](const std::vector<double>& b, double even) {
+    double d = 0;
+    for (double x : b) d = std::max(d, std::fabs(x - even));
+    return d;
+  };
+  for (double factor : {1.0, 2.0}) {
+    RankTimeModels models;
+    ClusterState s;
+    for (int w = 0; w < 4; ++w) models.observe(s = window(w, factor));
+    std::vector<double> lo, hi, unshrunk;
+    rank_bounds(s.bounds, 8, lo, hi);
+    models.split(256, lo, hi, unshrunk);
+    const BalanceView v = balance_view(s, models, 256);
+    ASSERT_TRUE(v.ready);
+    if (factor == 1.0) {
+      EXPECT_GT(deviation(unshrunk, 32), 0.5);
+      EXPECT_LT(deviation(v.slow, 32), 0.5 * deviation(unshrunk, 32));
+    } else {
+      EXPECT_NEAR(v.slow[0], unshrunk[0], 0.03 * unshrunk[0]);
+      EXPECT_LT(v.slow[0], 20);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dynamix

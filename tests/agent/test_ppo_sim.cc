@@ -104,7 +104,8 @@ TEST(PpoSim, LearnsToBalanceFourNodesFromAHoldingStart) {
 // Every time field times k and every rate over k (a cluster k times slower), or bytes times k.
 ClusterState scaled(ClusterState s, double time_k, double bytes_k) {
   for (NodeRecord& r : s.nodes) {
-    for (double* t : {&r.compute_s, &r.comm_s, &r.wait_s, &r.data_s, &r.optimizer_s, &r.net_srtt_us})
+    for (double* t :
+         {&r.compute_s, &r.compute_recent_s, &r.comm_s, &r.wait_s, &r.data_s, &r.optimizer_s, &r.net_srtt_us})
       *t *= time_k;
     r.samples_per_s /= time_k;
     r.net_retransmits_per_s /= time_k;
