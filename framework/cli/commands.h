@@ -12,6 +12,7 @@ struct TrainCommand {
   std::vector<std::string> overrides;
   bool resume = false;
   bool overwrite = false;
+  std::string progress;  // --progress: output.progress, applied after the --set overrides
 };
 
 struct BenchAllreduceCommand {

@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   t->add_option("--set", train.overrides, "override a config key: key.sub=value (repeatable)");
   t->add_flag("--resume", train.resume, "continue from output.dir's last checkpoint");
   t->add_flag("--overwrite", train.overwrite, "replace a previous run in output.dir");
+  t->add_option("--progress", train.progress,
+                "rank 0's console: auto|tty|lines|json|quiet (sets output.progress)");
 
   auto* bench = app.add_subcommand("bench", "benchmarks");
   bench->require_subcommand(1);

@@ -65,7 +65,9 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
   Config config;
   std::string error;
   try {
-    config = load_config(cmd.config, cmd.overrides);
+    std::vector<std::string> overrides = cmd.overrides;
+    if (!cmd.progress.empty()) overrides.push_back("output.progress=" + cmd.progress);
+    config = load_config(cmd.config, overrides);
   } catch (const std::exception& e) {
     error = brief_error(e);
   }

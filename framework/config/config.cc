@@ -328,6 +328,16 @@ Fields output_fields(OutputConfig& o, const YamlReader& r) {
          r.require(o.checkpoint_every >= 0, v, p, "must be >= 0 (0 = at the end only)");
        }},
       {"sample_log", [&](const Node& v, const Path& p) { o.sample_log = r.boolean(v, p); }},
+      {"progress",
+       [&](const Node& v, const Path& p) {
+         o.progress = r.choice(v, p, {"auto", "tty", "lines", "json", "quiet"});
+       }},
+      {"progress_interval_s",
+       [&](const Node& v, const Path& p) {
+         o.progress_interval_s = r.number(v, p);
+         r.require(o.progress_interval_s > 0 && std::isfinite(o.progress_interval_s), v, p,
+                   "must be a finite number > 0 (seconds)");
+       }},
   };
 }
 

@@ -107,6 +107,10 @@ struct OutputConfig {
   std::string dir = "runs/default";
   int64_t checkpoint_every = 0;  // steps between checkpoints (0 = only at the end and on signals)
   bool sample_log = false;       // debug: samples.jsonl, the dataset indices every rank trained on per step
+  // Rank 0's console between evaluations (framework/train/progress.h): auto (tty on a terminal,
+  // lines otherwise) | tty | lines | json | quiet.
+  std::string progress = "auto";
+  double progress_interval_s = 10;  // lines and json: seconds between progress lines
 };
 
 struct Config {

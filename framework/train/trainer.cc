@@ -69,15 +69,18 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& t,
 }
 
 Trainer::Trainer(Config config, Communicator& comm, TrainOptions options)
-    : config_(std::move(config)), comm_(comm), options_(options), rank_(comm.rank()), world_(comm.size()) {}
+    : config_(std::move(config)), comm_(comm), options_(options), rank_(comm.rank()), world_(comm.size()) {
+  if (rank_ == 0 && !options_.quiet) {
+    console_ = std::make_unique<ProgressConsole>(progress_mode(config_.output.progress, stdout_is_terminal()),
+                                                 config_.output.progress_interval_s, stdout);
+    console_log_ = std::make_unique<ConsoleLogStream>(*console_);
+  }
+}
 
 Trainer::~Trainer() = default;
 
 void Trainer::log(const std::string& line) const {
-  if (rank_ == 0 && !options_.quiet) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-  }
+  if (console_) console_->log(line);
 }
 
 void Trainer::setup() {
@@ -236,7 +239,8 @@ void Trainer::prepare() {
       resplit_for_new_world();  // the sampler continues the epoch
       torch::manual_seed(config_.train.seed + 1000003ULL * static_cast<uint64_t>(rank_) + progress_.step);
     }
-    if (rank_ == 0) policy_ = make_policy(config_, bounds_, plan_);  // on the resumed plan and bounds
+    if (rank_ == 0)
+      policy_ = make_policy(config_, bounds_, plan_, console_log_.get());  // resumed plan, bounds
     if (rank_ == 0 && !progress_.policy_state.empty() && progress_.policy == policy_->name()) {
       policy_->load_state(progress_.policy_state);
     }
@@ -257,7 +261,7 @@ void Trainer::prepare() {
     last_checkpoint_step_ = progress_.step;
     log("resumed from " + path + " at step " + std::to_string(progress_.step));
   } else {
-    if (rank_ == 0) policy_ = make_policy(config_, bounds_, plan_);
+    if (rank_ == 0) policy_ = make_policy(config_, bounds_, plan_, console_log_.get());
     // Replicas start identical: rank 0's parameters and buffers are broadcast.
     torch::NoGradGuard no_grad;
     for (auto& p : model_->parameters()) broadcast_tensor(p);
@@ -389,6 +393,12 @@ void Trainer::set_plan(const std::vector<int32_t>& plan) {
 
 double Trainer::fractional_epoch() const {
   return progress_.epoch + static_cast<double>(progress_.cursor) / static_cast<double>(data_.train->size());
+}
+
+double Trainer::recent_loss() const {
+  if (recent_losses_.empty()) return std::nan("");
+  return std::accumulate(recent_losses_.begin(), recent_losses_.end(), 0.0) /
+         static_cast<double>(recent_losses_.size());
 }
 
 void Trainer::cancel_prefetch() {
@@ -580,11 +590,25 @@ void Trainer::record_step(StepState& s) {
   double wait_frac = 0;
   for (double w : ex.wait_s) wait_frac += step_time > 0 ? w / step_time : 0.0;
   progress_.wait_fraction_sum += wait_frac / world_;
+  if (console_) report_progress(ex, wait_frac / world_);
 
   if (config_.output.sample_log) log_samples();
   if (outputs_) write_step_metrics(s, ex, step_time);
   stop_agreed_ = ex.stop;
   output_failed_agreed_ = ex.output_failed;
+}
+
+void Trainer::report_progress(const StepExchange& ex, double wait_fraction) {
+  ProgressStep p;
+  p.step = progress_.step;
+  p.total_steps = total_steps_hint_;
+  p.epoch = fractional_epoch();
+  p.wall_time = elapsed();
+  p.samples = ex.samples;
+  p.loss = recent_loss();
+  p.wait_fraction = wait_fraction;
+  p.plan = plan_;
+  console_->step(p);
 }
 
 void Trainer::write_step_metrics(const StepState& s, const StepExchange& ex, double step_time) {

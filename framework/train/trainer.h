@@ -26,6 +26,7 @@
 #include "framework/train/loss_scaler.h"
 #include "framework/train/lr_schedule.h"
 #include "framework/train/objective.h"
+#include "framework/train/progress.h"
 #include "framework/train/run_outputs.h"
 #include "framework/train/sampler.h"
 #include "framework/train/step_stats.h"
@@ -49,7 +50,7 @@ struct TrainOptions {
   bool resume = false;     // continue from output.dir's checkpoint
   bool overwrite = false;  // start afresh even if output.dir holds a checkpoint
   bool float64 = false;    // train in double precision (exactness tests)
-  bool quiet = false;      // no progress lines
+  bool quiet = false;      // nothing on the console (benchmarks, tests); output.progress otherwise
   bool write_outputs = true;
   int local_rank = 0;  // this rank's place among its node's ranks (device = local_rank % GPUs)
 };
@@ -118,6 +119,7 @@ class Trainer {
   void apply_gradients(StepState& s);
   void record_step(StepState& s);  // the step exchange, window and progress, outputs
   void write_step_metrics(const StepState& s, const StepExchange& ex, double step_time);
+  void report_progress(const StepExchange& ex, double wait_fraction);  // rank 0's console
 
   void decide_window();
   // Adds {loss x count, correct, counted} of test samples [first, first + count) to `sums`.
@@ -138,10 +140,14 @@ class Trainer {
   void prefetch_next(int64_t completed);
   void cancel_prefetch();
   double fractional_epoch() const;  // of the samples consumed (the sampler may be a step ahead)
+  // Train loss for the console: the mean over ranks, then over the last kRecentLosses steps this
+  // process ran (NaN before the first).
+  double recent_loss() const;
   void maybe_evaluate(bool force);
   bool finished() const;
   double elapsed() const;
   std::string run_summary_line() const;
+  nlohmann::json summary() const;  // summary.json's object
   void write_summary();
   void log(const std::string& line) const;
   // Broadcasts rank 0's values of a parameter or buffer (device tensors through a host copy
@@ -180,6 +186,11 @@ class Trainer {
   bool has_next_ = false;
   bool next_empty_ = false;  // the prefetched step gives this rank no samples
   std::unique_ptr<HeteroEmulator> hetero_;
+  // Rank 0's console (unless options_.quiet), before policy_: the policy's update thread logs to
+  // it until the policy is destroyed.
+  std::unique_ptr<ProgressConsole> console_;
+  std::unique_ptr<ConsoleLogStream> console_log_;  // console_'s log() as a stream (the policy's lines)
+
   std::unique_ptr<BatchPolicy> policy_;  // rank 0 only
   std::unique_ptr<RunOutputs> outputs_;  // rank 0 only
   std::unique_ptr<Monitor> monitor_;     // this rank's system and network probes

@@ -110,13 +110,8 @@ void Trainer::maybe_evaluate(bool force) {
         {{"step", progress_.step}, {"wall_time", now}, {"test_loss", loss}, {"test_accuracy", acc}});
   }
   const double thr = now > 0 ? progress_.samples_seen / now : 0.0;
-  // Train loss: the mean (over ranks, then over the last kRecentLosses steps this process ran;
-  // none yet when a resumed run evaluates at once).
-  const std::string train_loss =
-      recent_losses_.empty()
-          ? std::string("n/a")
-          : fmt("%.4f",
-                std::accumulate(recent_losses_.begin(), recent_losses_.end(), 0.0) / recent_losses_.size());
+  // None yet when a resumed run evaluates at once.
+  const std::string train_loss = recent_losses_.empty() ? std::string("n/a") : fmt("%.4f", recent_loss());
   log("[epoch " + fmt("%.2f", fractional_epoch()) + " step " + std::to_string(progress_.step) +
       "] train loss " + train_loss + " | test loss " + fmt("%.4f", loss) + " acc " + fmt("%.4f", acc) +
       " | " + fmt("%.0f", thr) + " samples/s | wait " +
@@ -349,6 +344,14 @@ bool Trainer::run() {
       fmt("%.1f", buckets_->total_bytes() / 1048576.0) + " MB in all");
   const int64_t window = config_.policy.window;
   const int64_t ckpt_every = config_.output.checkpoint_every;
+  // An error leaves the run mid-line: the progress line goes first (tty), so the error reads whole.
+  struct EndLine {
+    ProgressConsole* console;
+    ~EndLine() {
+      if (console) console->end_line();
+    }
+  } end_line{console_.get()};
+  if (console_) console_->begin(progress_.step);
   bool stopped = false;
   while (!finished()) {
     if (!step()) continue;  // out of memory: plan repaired, the same step again
@@ -370,7 +373,7 @@ bool Trainer::run() {
   }
   write_summary();
   check_outputs_written();  // the last checkpoint and the summary, or a write since the last step
-  if (!stopped) log(run_summary_line());
+  if (!stopped && console_) console_->result(run_summary_line(), summary());
   return stopped;
 }
 
@@ -392,8 +395,7 @@ std::string Trainer::run_summary_line() const {
   return s;
 }
 
-void Trainer::write_summary() {
-  if (!outputs_) return;
+nlohmann::json Trainer::summary() const {
   const double t = elapsed();
   nlohmann::json s = {
       {"world_size", world_},
@@ -414,7 +416,11 @@ void Trainer::write_summary() {
       {"backend", comm_.backend()},
       {"oom_events", progress_.oom_events},
       {"completed", finished()}};
-  outputs_->write_summary(s);
+  return s;
+}
+
+void Trainer::write_summary() {
+  if (outputs_) outputs_->write_summary(summary());
 }
 
 }  // namespace dynamix

@@ -76,6 +76,8 @@ output:
   dir: runs/full
   checkpoint_every: 100
   sample_log: true
+  progress: json
+  progress_interval_s: 2.5
 sim:
   nodes: 32
   workload: {alpha_s: 0.004}
@@ -145,6 +147,8 @@ void expect_full(const Config& c) {
   EXPECT_EQ(c.output.dir, "runs/full");
   EXPECT_EQ(c.output.checkpoint_every, 100);
   EXPECT_TRUE(c.output.sample_log);
+  EXPECT_EQ(c.output.progress, "json");
+  EXPECT_DOUBLE_EQ(c.output.progress_interval_s, 2.5);
   const YAML::Node sim = YAML::Load(c.sim_yaml);
   EXPECT_EQ(sim["nodes"].as<int>(), 32);
   EXPECT_DOUBLE_EQ(sim["workload"]["alpha_s"].as<double>(), 0.004);
@@ -182,6 +186,8 @@ void expect_defaults(const Config& c) {
   EXPECT_EQ(c.comm.bucket_mb, d.comm.bucket_mb);
   EXPECT_EQ(c.output.dir, d.output.dir);
   EXPECT_FALSE(c.output.sample_log);
+  EXPECT_EQ(c.output.progress, "auto");
+  EXPECT_DOUBLE_EQ(c.output.progress_interval_s, 10);
   EXPECT_TRUE(c.sim_yaml.empty());
 }
 
