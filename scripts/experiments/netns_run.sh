@@ -104,8 +104,14 @@ fi
 for tool in ip tc mpirun; do
   command -v "$tool" > /dev/null || skip "'$tool' not found (iproute2 / Open MPI)"
 done
-if ip link show "$bridge" > /dev/null 2>&1 || ip netns list | grep -qw "$(ns_of 0)"; then
-  die "bridge '$bridge' or namespace '$(ns_of 0)' already exists: another netns_run.sh with --prefix $prefix is running (or one was killed with SIGKILL: ip link del $bridge; ip netns del $(ns_of 0) ...); use another --prefix and --subnet"
+taken=()
+ip link show "$bridge" > /dev/null 2>&1 && taken+=("bridge $bridge")
+for ((i = 0; i < ranks; i++)); do
+  [ -e "/run/netns/$(ns_of "$i")" ] && taken+=("namespace $(ns_of "$i")")
+  ip link show "$(veth_br "$i")" > /dev/null 2>&1 && taken+=("veth $(veth_br "$i")")
+done
+if [ ${#taken[@]} -gt 0 ]; then
+  die "${taken[*]} already exist(s): another netns_run.sh with --prefix $prefix is running, or one was killed by SIGKILL (remove with: ip link del ${prefix}br; ip netns del ${prefix}0 ...); or use another --prefix and --subnet"
 fi
 
 created_ns=()
