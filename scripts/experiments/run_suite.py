@@ -14,6 +14,9 @@ A suite file (see configs/experiments/fashion_mnist.yaml):
         config: configs/experiments/fm_static_hetero.yaml   # relative to the repository root
         set: {hetero.slowdown: [1, 1, 2, 4]}                # optional overrides
         ranks: 4                  # optional; default: len(batch.init) after the overrides
+        prepare: [scripts/tools/fashion_to_cifar.py, data/cifar_fm]  # optional: a command (argv,
+                                  # from the repository root) run once before the scenario's runs,
+                                  # e.g. to write its data set; its failure stops the suite
     variants:                     # optional; default: static, proportional, gns, dynamix
       - static                    # a bare name: that policy, no overrides
       - {name: dynamix_adaptive, policy: dynamix, set: [batch.global=adaptive]}
@@ -123,16 +126,21 @@ def load_suite(path, args):
     scenarios = []
     for k, s in enumerate(suite.get("scenarios") or []):
         where = f"{path}: scenarios[{k}]"
-        only_keys(s, ["name", "config", "set", "ranks"], where)
+        only_keys(s, ["name", "config", "set", "ranks", "prepare"], where)
         if "name" not in s or "config" not in s:
             raise SuiteError(f"{where}: needs name and config")
         config = Path(s["config"])
         config = config if config.is_absolute() else REPO / config
         if not config.is_file():
             raise SuiteError(f"{where}: config {config} not found")
+        prepare = s.get("prepare")
+        if prepare is not None and (not isinstance(prepare, list) or not prepare or
+                                    not all(isinstance(a, (str, int, float)) for a in prepare)):
+            raise SuiteError(f"{where}.prepare: expected a command as a non-empty list of strings, got {prepare!r}")
         scenarios.append({"name": str(s["name"]), "config": config,
                           "set": read_overrides(s.get("set"), f"{where}.set"),
-                          "ranks": s.get("ranks", suite.get("ranks"))})
+                          "ranks": s.get("ranks", suite.get("ranks")),
+                          "prepare": [str(a) for a in prepare] if prepare else None})
     if not scenarios:
         raise SuiteError(f"{path}: scenarios: expected a non-empty list")
 
@@ -397,7 +405,10 @@ def main(argv=None):
     except SuiteError as e:
         print(f"run_suite: error: {e}", file=sys.stderr)
         return 2
+    prepares = {r["scenario"]: r["sc"]["prepare"] for r in runs if r["sc"]["prepare"]}
     if args.dry_run:
+        for name, cmd in prepares.items():
+            print(f"# prepare {name}: {shlex.join(cmd)}")
         for r in runs:
             print(shlex.join(run_command(r, binary, r["ranks"])))
         return 0
@@ -406,6 +417,16 @@ def main(argv=None):
         return 2
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    for name, cmd in prepares.items():
+        print(f"run_suite: prepare {name}: {shlex.join(cmd)}", flush=True)
+        try:
+            rc = subprocess.run(cmd, cwd=REPO).returncode
+        except OSError as e:
+            rc = f"not started ({e})"
+        if rc != 0:
+            print(f"run_suite: error: scenario {name}: prepare command failed (status {rc}): {shlex.join(cmd)}",
+                  file=sys.stderr)
+            return 2
     out.mkdir(parents=True, exist_ok=True)
     header = machine_lines([sys.argv[0]] + (argv if argv is not None else sys.argv[1:]))
     records = []

@@ -1,5 +1,6 @@
 """The experiment runner and the plots end to end: a tiny suite (one 2-rank Fashion-MNIST scenario,
-static and proportional, ~30 steps, plus a variant whose override is invalid) through
+static and proportional, ~30 steps, plus a variant whose override is invalid; a scenario prepare
+command, run once, and a failing one that stops the suite) through
 scripts/experiments/run_suite.py; the CSV and Markdown tables agree with the runs' summary.json,
 the failed variant is listed and makes the runner exit non-zero; plot_run.py, plot_suite.py and
 plot_scaling.py write non-empty PNGs."""
@@ -27,7 +28,7 @@ seeds: [3]
 reps: 1
 set: [train.max_steps=30]
 scenarios:
-  - {name: slow_rank, config: CONFIG}
+  - {name: slow_rank, config: CONFIG, prepare: [sh, -c, "echo prepared >> PREPARED"]}
 variants:
   - static
   - proportional
@@ -44,7 +45,8 @@ def check_png(path):
 def main():
     with TempDir() as d:
         cfg = write(d / "tiny.yaml", CONFIG)
-        suite = write(d / "suite.yaml", SUITE.replace("CONFIG", str(cfg)))
+        marker = d / "prepared.txt"
+        suite = write(d / "suite.yaml", SUITE.replace("CONFIG", str(cfg)).replace("PREPARED", str(marker)))
         runner = [sys.executable, str(SCRIPTS / "experiments" / "run_suite.py")]
 
         # Launch plan: variants rotate with every (rep, seed); the rank count follows batch.init
@@ -53,11 +55,22 @@ def main():
                           "--set", "batch.init=[16,16,16]"])
         print(r.stdout, r.stderr)
         lines = r.stdout.splitlines()
+        if not lines or lines[0] != f"# prepare slow_rank: sh -c 'echo prepared >> {marker}'" or marker.exists():
+            fail("dry run: the prepare command is not listed first, or it ran")
+        lines = lines[1:]
         order = [l.split("output.dir=")[1].split("/")[-2] for l in lines]
         if r.returncode != 0 or order != ["static", "proportional", "broken", "proportional", "broken", "static"]:
             fail(f"dry run: unexpected launch order {order}")
         if not all(l.startswith("mpirun -np 3 ") for l in lines):
             fail("dry run: rank count does not follow batch.init after the overrides")
+
+        # A scenario's prepare command that fails stops the suite before any run (exit 2, named).
+        bad = write(d / "bad_prepare.yaml", SUITE.replace("CONFIG", str(cfg)).replace(
+            '[sh, -c, "echo prepared >> PREPARED"]', "[sh, -c, 'exit 3']"))
+        r = run(runner + [str(bad), "--out", str(d / "bad")])
+        if r.returncode != 2 or "scenario slow_rank: prepare command failed (status 3)" not in r.stderr or \
+                (d / "bad" / "runs.jsonl").exists():
+            fail(f"failing prepare: exit {r.returncode}\n{r.stdout}{r.stderr}")
 
         out = d / "suite"
         r = run(runner + [str(suite), "--out", str(out)], timeout=900)
@@ -67,6 +80,8 @@ def main():
         if "1 of 3 run(s) failed" not in r.stderr:
             fail("the runner did not report the failed run on stderr")
 
+        if not marker.is_file() or marker.read_text() != "prepared\n":
+            fail("the scenario's prepare command did not run exactly once before its runs")
         records = read_jsonl(out / "runs.jsonl")
         by_variant = {rec["variant"]: rec for rec in records}
         if sorted(by_variant) != ["broken", "proportional", "static"]:
