@@ -53,6 +53,7 @@ Placement plan_placement(const Topology& t, int local_rank, int local_size, cons
   if (bind == "none") return p;
 
   const int node = node_of(t, gpu_order, local_rank, use_gpus);
+  if (node < 0 && bind == "numa") return p;  // a GPU of unknown NUMA node: nothing to bind to
   std::vector<Core> cores = cores_of(t, node);
   if (cores.empty()) return p;
   if (bind == "core") {

@@ -95,9 +95,11 @@ TEST(Placement, NoneChoosesTheGpuButBindsNothing) {
   EXPECT_EQ(p.gpu, 1);
   EXPECT_TRUE(p.cpus.empty());
   EXPECT_EQ(p.threads, 0);
-  // A GPU whose NUMA node hwloc does not know: core binding falls back to all the node's cores.
+  // A GPU whose NUMA node hwloc does not know: numa binds nothing, core splits all the cores.
   Topology u = machine(1, 4);
   u.gpus = {{"cuda:0", -1}, {"cuda:1", -1}};
+  EXPECT_TRUE(plan_placement(u, 0, 2, "numa", true).cpus.empty());
+  EXPECT_EQ(plan_placement(u, 1, 2, "numa", true).gpu, 1);
   EXPECT_EQ(plan_placement(u, 0, 2, "core", true).cpus, range(0, 2));
   EXPECT_EQ(plan_placement(u, 1, 2, "core", true).cpus, range(2, 4));
 }
