@@ -90,7 +90,8 @@ int tcp_listen_any(int family, uint16_t* port) {
   return fd;
 }
 
-LocalAddresses local_addresses(const std::string& interface, int family, const std::string& interface_key) {
+LocalAddresses local_addresses(const std::string& interface, int family, const std::string& interface_key,
+                               const std::string& family_key) {
   std::vector<std::string> v4, v6, loop4, loop6;
   std::set<std::string> names;
   ifaddrs* list = nullptr;
@@ -129,10 +130,11 @@ LocalAddresses local_addresses(const std::string& interface, int family, const s
   out.family = family == AF_UNSPEC ? (!v4.empty() || v6.empty() ? AF_INET : AF_INET6) : family;
   out.ips = out.family == AF_INET ? v4 : v6;
   if (out.ips.empty()) {
-    const std::string where = interface.empty() ? "no interface" : "interface '" + interface + "'";
-    throw Error("watchdog: " + where + " on " + host + " has an " +
-                (out.family == AF_INET ? "IPv4" : "IPv6") + " address and is up (" + interface_key +
-                ", and the address family)");
+    const std::string kind = out.family == AF_INET ? "IPv4" : "IPv6";
+    throw Error(interface.empty()
+                    ? family_key + ": no interface that is up on " + host + " has an " + kind + " address"
+                    : interface_key + ": interface '" + interface + "' on " + host + " is down or has no " +
+                          kind + " address (" + family_key + ")");
   }
   return out;
 }

@@ -28,9 +28,10 @@ struct LocalAddresses {
 // This host's addresses of interfaces that are up, of `family` (AF_UNSPEC: IPv4 when there is one,
 // else IPv6), on `interface` only when it is named. IPv6 link-local addresses carry the interface
 // name as their scope and are taken only from a named interface (the same name on every node).
-// Throws dynamix::Error naming `interface_key` when there is no such interface, and when it has
-// no address of the family.
-LocalAddresses local_addresses(const std::string& interface, int family, const std::string& interface_key);
+// Throws dynamix::Error naming `interface_key` when there is no such interface, and the keys when
+// it is down or has no address of the family.
+LocalAddresses local_addresses(const std::string& interface, int family, const std::string& interface_key,
+                               const std::string& family_key);
 
 // "192.0.2.1:5000", "[fd00::1]:5000".
 std::string host_port(const std::string& ip, uint16_t port);

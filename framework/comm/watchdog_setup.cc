@@ -83,7 +83,7 @@ void Watchdog::connect_all(Communicator& comm) {
   std::string error;
   try {
     const int family = address_family(options_.family, options_.family_key);
-    local = local_addresses(options_.interface, family, options_.interface_key);
+    local = local_addresses(options_.interface, family, options_.interface_key, options_.family_key);
   } catch (const Error& e) {
     error = e.what();
   }

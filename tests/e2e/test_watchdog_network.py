@@ -53,6 +53,14 @@ def main():
                   {"DYNAMIX_SOCKET_IFNAME": "lo", "DYNAMIX_SOCKET_FAMILY": "ipv4"}, "127.0.0.1:")
         _, cmd, env = train(d, "bad_interface", ["comm.watchdog_interface=nosuch0"])
         expect_error(cmd, "comm.watchdog_interface: no network interface 'nosuch0'", "unknown interface", env)
+        down = [line.split(":")[1].strip().split("@")[0] for line in
+                subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout.splitlines()
+                if "state DOWN" in line]
+        if down:
+            _, cmd, env = train(d, "down_interface", [f"comm.watchdog_interface={down[0]}"])
+            expect_error(cmd, f"comm.watchdog_interface: interface '{down[0]}'", "interface down", env)
+        else:
+            print("note: no interface is down here; the 'interface down' case is not run")
         _, cmd, env = train(d, "bad_env_interface", [], {"DYNAMIX_SOCKET_IFNAME": "nosuch1"})
         expect_error(cmd, "DYNAMIX_SOCKET_IFNAME: no network interface 'nosuch1'", "unknown interface (env)", env)
         _, cmd, env = train(d, "bad_env_family", [], {"DYNAMIX_SOCKET_FAMILY": "ipv5"})
