@@ -60,7 +60,7 @@ class Watchdog {
 
   // Collective over `comm` (MPI; not yet watched): every rank checks the network options, rank 0
   // listens and broadcasts its addresses and the job token, and every other rank connects. Throws
-  // dynamix::Error on every rank, naming the ranks that failed, if the channel cannot be set up.
+  // dynamix::Error on every rank, with the first failing rank's error, if the channel cannot be set up.
   Watchdog(Communicator& comm, WatchdogOptions options, std::function<void()> on_abort = {});
   // Says goodbye (an orderly exit is not a loss) and stops the thread.
   ~Watchdog();

@@ -36,16 +36,20 @@ bool same_token(const unsigned char* a, const unsigned char* b) {
   return diff == 0;
 }
 
-// Collective: "" when no rank failed, else the failing ranks ("1, 3").
-std::string failing_ranks(Communicator& comm, bool failed) {
-  const int mine = failed ? 1 : 0;
-  std::vector<int> flags(static_cast<size_t>(comm.size()));
-  comm.allgather(&mine, sizeof(int), flags.data());
-  std::string failing;
+// Collective: "" when no rank failed, else the first failing rank's error (named unless rank 0),
+// so that every rank reports the cause, not just that some rank failed.
+std::string first_error(Communicator& comm, const std::string& error) {
+  struct Text {
+    char text[320];
+  } mine{};
+  copy_text(mine.text, error);
+  std::vector<Text> all(static_cast<size_t>(comm.size()));
+  comm.allgather(&mine, sizeof(Text), all.data());
   for (int r = 0; r < comm.size(); ++r) {
-    if (flags[static_cast<size_t>(r)]) failing += (failing.empty() ? "" : ", ") + std::to_string(r);
+    const std::string text = text_of(all[static_cast<size_t>(r)].text);
+    if (!text.empty()) return r == 0 ? text : "rank " + std::to_string(r) + ": " + text;
   }
-  return failing;
+  return "";
 }
 
 }  // namespace
@@ -87,8 +91,8 @@ void Watchdog::connect_all(Communicator& comm) {
   } catch (const Error& e) {
     error = e.what();
   }
-  std::string failing = failing_ranks(comm, !error.empty());
-  if (!failing.empty()) throw Error(error.empty() ? "watchdog: set-up failed on ranks " + failing : error);
+  const std::string network_error = first_error(comm, error);
+  if (!network_error.empty()) throw Error(network_error);
 
   Address address;
   int listen_fd = -1;
@@ -124,11 +128,11 @@ void Watchdog::connect_all(Communicator& comm) {
   std::memset(address.token, 0, sizeof(address.token));
 
   // Agree before anyone relies on the channel.
-  failing = failing_ranks(comm, !error.empty());
-  if (!failing.empty()) {
+  const std::string setup_error = first_error(comm, error);
+  if (!setup_error.empty()) {
     for (auto& p : peers_) tcp_close(p.fd);
     peers_.clear();
-    throw Error(error.empty() ? "watchdog: set-up failed on ranks " + failing : error);
+    throw Error(setup_error);
   }
   const double now = now_s();
   for (auto& p : peers_) p.last_seen = now;

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from e2e_util import TempDir, check_outputs, expect_error, fail, run, train_cmd, write
+from e2e_util import DYNAMIX, TempDir, check_outputs, expect_error, fail, mpirun, run, train_cmd, write
 
 CONFIG = """
 model: cnn
@@ -63,6 +63,11 @@ def main():
             print("note: no interface is down here; the 'interface down' case is not run")
         _, cmd, env = train(d, "bad_env_interface", [], {"DYNAMIX_SOCKET_IFNAME": "nosuch1"})
         expect_error(cmd, "DYNAMIX_SOCKET_IFNAME: no network interface 'nosuch1'", "unknown interface (env)", env)
+        # Only rank 1's node lacks the interface (MPMD: its own environment): every rank names it.
+        _, cmd, env = train(d, "rank1_interface", [])
+        args = cmd[cmd.index(DYNAMIX):]
+        cmd = mpirun(1) + args + [":", "-np", "1", "-x", "DYNAMIX_SOCKET_IFNAME=nosuch2"] + args
+        expect_error(cmd, "rank 1: DYNAMIX_SOCKET_IFNAME: no network interface 'nosuch2'", "one rank's interface", env)
         _, cmd, env = train(d, "bad_env_family", [], {"DYNAMIX_SOCKET_FAMILY": "ipv5"})
         expect_error(cmd, "DYNAMIX_SOCKET_FAMILY: unknown address family 'ipv5'", "bad family (env)", env)
     print("watchdog network e2e: passed")
