@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev                 # JSON outputs and checkpoint metadata
   libcli11-dev                       # command line
   libeigen3-dev                      # small dense linear algebra (least-squares fits)
+  libhwloc-dev                       # placement: NUMA nodes, cores, GPUs' NUMA affinity, binding
   libgtest-dev libgmock-dev          # unit tests
   libbenchmark-dev                   # micro-benchmarks
   zlib1g-dev                         # gzip-compressed IDX files; checkpoint CRC32

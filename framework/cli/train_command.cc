@@ -4,7 +4,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "framework/cli/commands.h"
@@ -14,6 +13,7 @@
 #include "framework/comm/watchdog.h"
 #include "framework/core/error.h"
 #include "framework/train/device.h"
+#include "framework/train/rank_placement.h"
 #include "framework/train/trainer.h"
 
 namespace dynamix {
@@ -40,6 +40,24 @@ bool all_ok(Communicator& comm, const std::string& error) {
   return ok;
 }
 
+// The watchdog's network: comm.watchdog_interface / comm.watchdog_family, unless the environment
+// sets DYNAMIX_SOCKET_IFNAME / DYNAMIX_SOCKET_FAMILY (as NCCL_SOCKET_IFNAME: a cluster's launch
+// script fixes the network once, for every config).
+void watchdog_network(const CommConfig& comm, WatchdogOptions* w) {
+  w->interface = comm.watchdog_interface;
+  w->family = comm.watchdog_family;
+  const char* ifname = std::getenv("DYNAMIX_SOCKET_IFNAME");
+  if (ifname && *ifname) {
+    w->interface = ifname;
+    w->interface_key = "DYNAMIX_SOCKET_IFNAME";
+  }
+  const char* family = std::getenv("DYNAMIX_SOCKET_FAMILY");
+  if (family && *family) {
+    w->family = family;
+    w->family_key = "DYNAMIX_SOCKET_FAMILY";
+  }
+}
+
 }  // namespace
 
 int launcher_rank() {
@@ -57,11 +75,6 @@ std::string brief_error(const std::exception& e) {
 int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
   MpiRuntime runtime(argc, argv);
   MpiCommunicator comm;
-  // Share the node's cores among its ranks unless the user chose (OMP_NUM_THREADS).
-  if (std::getenv("OMP_NUM_THREADS") == nullptr) {
-    const int cores = static_cast<int>(std::thread::hardware_concurrency());
-    torch::set_num_threads(std::max(1, cores / std::max(1, runtime.local_size())));
-  }
   Config config;
   std::string error;
   try {
@@ -73,10 +86,21 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
   }
   if (!all_ok(comm, error)) return 2;
 
+  // Placement (placement.bind): this rank's GPU, its cores, LibTorch's threads.
+  RankPlacement placement;
+  try {
+    placement = place_this_rank(config, runtime.local_rank(), runtime.local_size());
+  } catch (const std::exception& e) {
+    error = brief_error(e);
+  }
+  if (!all_ok(comm, error)) return 2;
+  log_placement(comm, placement);
+  const int gpu = placement.plan.gpu >= 0 ? placement.plan.gpu : runtime.local_rank();
+
   // Device and backend (train.device, backend): GPUs with NCCL when no two ranks share one.
   torch::Device device = torch::kCPU;
   try {
-    device = choose_device(config, runtime.local_rank());
+    device = choose_device(config, gpu);
   } catch (const std::exception& e) {
     error = brief_error(e);
   }
@@ -112,6 +136,7 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
     WatchdogOptions w;
     w.collective_timeout_s = config.comm.timeout_s;
     w.heartbeat_timeout_s = config.comm.heartbeat_timeout_s;
+    watchdog_network(config.comm, &w);
     std::function<void()> on_abort;
     if (device_comm) {
       Communicator* dc = device_comm.get();
@@ -124,6 +149,11 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
       error = brief_error(e);  // the same on every rank: the channel agreed on failure
     }
     if (!all_ok(comm, error)) return failed();
+    if (comm.rank() == 0) {
+      std::printf("watchdog: all %d ranks connected to rank 0 at %s with the job token\n", comm.size(),
+                  watchdog->root_endpoints().c_str());
+      std::fflush(stdout);
+    }
   }
   WatchedCommunicator watched(transport, watchdog.get());
 
@@ -133,6 +163,7 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
     opts.resume = cmd.resume;
     opts.overwrite = cmd.overwrite;
     opts.local_rank = runtime.local_rank();
+    opts.gpu = gpu;
     trainer = std::make_unique<Trainer>(std::move(config), watched, opts);
     trainer->setup();
   } catch (const std::exception& e) {

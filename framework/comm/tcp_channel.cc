@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <set>
 
 #include "framework/core/error.h"
 
@@ -29,51 +31,136 @@ void set_nodelay(int fd) {
 
 }  // namespace
 
-int tcp_listen_any(uint16_t* port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+std::string ip_text(const sockaddr* address) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  if (address->sa_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, ip, sizeof(ip));
+  } else if (address->sa_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr, ip, sizeof(ip));
+  }
+  return ip;
+}
+
+std::string endpoint_text(const sockaddr* address) {
+  const uint16_t port = address->sa_family == AF_INET6
+                            ? ntohs(reinterpret_cast<const sockaddr_in6*>(address)->sin6_port)
+                            : ntohs(reinterpret_cast<const sockaddr_in*>(address)->sin_port);
+  return host_port(ip_text(address), port);
+}
+
+std::string host_port(const std::string& ip, uint16_t port) {
+  const bool v6 = ip.find(':') != std::string::npos;
+  return (v6 ? "[" + ip + "]" : ip) + ":" + std::to_string(port);
+}
+
+int address_family(const std::string& name, const std::string& key) {
+  if (name == "auto") return AF_UNSPEC;
+  if (name == "ipv4") return AF_INET;
+  if (name == "ipv6") return AF_INET6;
+  throw Error(key + ": unknown address family '" + name + "' (auto | ipv4 | ipv6)");
+}
+
+int tcp_listen_any(int family, uint16_t* port) {
+  const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw Error(std::string("watchdog: socket() failed: ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = 0;
+  sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, SOMAXCONN) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+  if (family == AF_INET6) {
+    int only = 1;  // this socket serves IPv6; the IPv4 listener is another one
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &only, sizeof(only));
+    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+    a->sin6_family = AF_INET6;
+    a->sin6_addr = in6addr_any;
+    len = sizeof(sockaddr_in6);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_ANY);
+    len = sizeof(sockaddr_in);
+  }
+  auto* any = reinterpret_cast<sockaddr*>(&addr);
+  if (::bind(fd, any, len) != 0 || ::listen(fd, SOMAXCONN) != 0 || ::getsockname(fd, any, &len) != 0) {
     const int e = errno;
     ::close(fd);
     throw Error(std::string("watchdog: cannot listen on a TCP port: ") + std::strerror(e));
   }
-  *port = ntohs(addr.sin_port);
+  *port = family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                             : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
   set_nonblocking(fd);
   return fd;
 }
 
-std::vector<std::string> local_ipv4_addresses() {
-  std::vector<std::string> others, loopback;
+LocalAddresses local_addresses(const std::string& interface, int family, const std::string& interface_key,
+                               const std::string& family_key) {
+  std::vector<std::string> v4, v6, loop4, loop6;
+  std::set<std::string> names;
   ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) == 0) {
-    for (ifaddrs* i = list; i; i = i->ifa_next) {
-      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP)) continue;
-      char text[INET_ADDRSTRLEN] = {0};
-      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof(text));
-      ((i->ifa_flags & IFF_LOOPBACK) ? loopback : others).push_back(text);
+  if (::getifaddrs(&list) != 0)
+    throw Error(std::string("watchdog: getifaddrs() failed: ") + std::strerror(errno));
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    names.insert(i->ifa_name);
+    if (!interface.empty() && interface != i->ifa_name) continue;
+    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP)) continue;
+    const int f = i->ifa_addr->sa_family;
+    if (f != AF_INET && f != AF_INET6) continue;
+    const bool loopback = i->ifa_flags & IFF_LOOPBACK;
+    std::string ip = ip_text(i->ifa_addr);
+    if (f == AF_INET6) {
+      // A link-local address needs its interface: the same name on every node (as NCCL assumes).
+      if (IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr)) {
+        if (interface.empty()) continue;
+        ip += "%" + interface;
+      }
     }
-    ::freeifaddrs(list);
+    (f == AF_INET ? (loopback ? loop4 : v4) : (loopback ? loop6 : v6)).push_back(ip);
   }
-  others.insert(others.end(), loopback.begin(), loopback.end());
-  return others;
+  ::freeifaddrs(list);
+  std::string host(256, '\0');
+  ::gethostname(&host[0], host.size() - 1);
+  host.resize(std::strlen(host.c_str()));
+  if (!interface.empty() && !names.count(interface)) {
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    throw Error(interface_key + ": no network interface '" + interface + "' on " + host +
+                " (it has: " + known + ")");
+  }
+  v4.insert(v4.end(), loop4.begin(), loop4.end());
+  v6.insert(v6.end(), loop6.begin(), loop6.end());
+  LocalAddresses out;
+  out.family = family == AF_UNSPEC ? (!v4.empty() || v6.empty() ? AF_INET : AF_INET6) : family;
+  out.ips = out.family == AF_INET ? v4 : v6;
+  if (out.ips.empty()) {
+    const std::string kind = out.family == AF_INET ? "IPv4" : "IPv6";
+    throw Error(interface.empty()
+                    ? family_key + ": no interface that is up on " + host + " has an " + kind + " address"
+                    : interface_key + ": interface '" + interface + "' on " + host + " is down or has no " +
+                          kind + " address (" + family_key + ")");
+  }
+  return out;
 }
 
 int tcp_connect(const std::string& ip, uint16_t port, double timeout_s) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  if (::inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1) return -1;
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;  // text from rank 0: no name lookups
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(ip.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found) {
+    errno = EINVAL;
+    return -1;
+  }
+  const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    ::freeaddrinfo(found);
+    return -1;
+  }
   set_nonblocking(fd);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 && errno != EINPROGRESS) {
+  const int rc_connect = ::connect(fd, found->ai_addr, found->ai_addrlen);
+  const int e_connect = errno;
+  ::freeaddrinfo(found);
+  if (rc_connect != 0 && e_connect != EINPROGRESS) {
     ::close(fd);
+    errno = e_connect;
     return -1;
   }
   pollfd p{fd, POLLOUT, 0};
@@ -89,9 +176,13 @@ int tcp_connect(const std::string& ip, uint16_t port, double timeout_s) {
   return fd;
 }
 
-int tcp_accept(int listen_fd) {
-  const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (fd >= 0) set_nodelay(fd);
+int tcp_accept(int listen_fd, std::string* peer) {
+  sockaddr_storage from{};
+  socklen_t len = sizeof(from);
+  const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&from), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) return fd;
+  set_nodelay(fd);
+  if (peer) *peer = endpoint_text(reinterpret_cast<const sockaddr*>(&from));
   return fd;
 }
 

@@ -12,55 +12,10 @@
 #include <type_traits>
 
 #include "framework/comm/tcp_channel.h"
+#include "framework/comm/watchdog_wire.h"
 #include "framework/core/error.h"
 
 namespace dynamix {
-namespace {
-
-constexpr uint32_t kMagic = 0x44585744;  // "DXWD"
-enum MessageType : uint32_t { kHello = 1, kHeartbeat = 2, kBye = 3, kAbort = 4 };
-
-template <size_t N>
-void copy_text(char (&dst)[N], const std::string& src) {
-  std::memset(dst, 0, N);
-  std::memcpy(dst, src.data(), std::min(src.size(), N - 1));
-}
-
-template <size_t N>
-std::string text_of(const char (&src)[N]) {
-  return std::string(src, strnlen(src, N));
-}
-
-std::string seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f s", s);
-  return buf;
-}
-
-}  // namespace
-
-// Fixed-size record; ranks of one job run the same binary on the same architecture.
-struct Watchdog::Message {
-  uint32_t magic = kMagic;
-  uint32_t type = 0;
-  int32_t rank = -1;
-  int32_t subject = -1;         // kAbort: the lost rank (-1: none in particular)
-  uint64_t entered = 0;         // collectives this rank has entered
-  double in_collective_s = -1;  // time inside the current collective; < 0 outside
-  char op[16] = {};
-  char text[360] = {};
-};
-
-struct Watchdog::Peer {
-  int fd = -1;
-  std::string inbox;
-  double last_seen = 0;
-  uint64_t entered = 0;
-  double in_collective_s = -1;
-  std::string op = "none";
-  bool finished = false;  // said goodbye
-  bool closed = false;
-};
 
 Watchdog::Watchdog(Communicator& comm, WatchdogOptions options, std::function<void()> on_abort)
     : options_(options), on_abort_(std::move(on_abort)), rank_(comm.rank()), world_(comm.size()) {
@@ -73,139 +28,6 @@ Watchdog::~Watchdog() {
   stop_ = true;  // the thread says goodbye itself: one writer per socket
   if (thread_.joinable()) thread_.join();
   for (auto& p : peers_) tcp_close(p.fd);
-}
-
-// Where rank 0 listens: its port and up to 8 of its IPv4 addresses (broadcast as bytes).
-struct Watchdog::Address {
-  uint16_t port = 0;
-  uint16_t count = 0;
-  char ip[8][16] = {};
-};
-
-void Watchdog::connect_all(Communicator& comm) {
-  // Who is who, for messages.
-  struct Identity {
-    int32_t pid;
-    char host[60];
-  } mine{static_cast<int32_t>(::getpid()), {}};
-  ::gethostname(mine.host, sizeof(mine.host) - 1);
-  std::vector<Identity> all(static_cast<size_t>(world_));
-  comm.allgather(&mine, sizeof(Identity), all.data());
-  for (const auto& id : all) identity_.push_back("pid " + std::to_string(id.pid) + " on " + text_of(id.host));
-
-  Address address;
-  int listen_fd = -1;
-  std::string error;
-  if (rank_ == 0) {
-    try {
-      listen_fd = tcp_listen_any(&address.port);
-      for (const auto& ip : local_ipv4_addresses()) {
-        if (address.count == 8) break;
-        copy_text(address.ip[address.count++], ip);
-      }
-    } catch (const Error& e) {
-      error = e.what();
-    }
-  }
-  comm.broadcast(&address, sizeof(address), DType::kUInt8, 0);
-
-  const auto start = std::chrono::steady_clock::now();
-  const std::function<double()> remaining = [&] {
-    return options_.connect_timeout_s -
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  if (rank_ == 0) {
-    const std::string accept_error = accept_peers(listen_fd, address.port, remaining);
-    if (error.empty()) error = accept_error;
-  } else {
-    error = connect_to_root(address, remaining);
-  }
-
-  // Agree before anyone relies on the channel.
-  const int failed = error.empty() ? 0 : 1;
-  std::vector<int> flags(static_cast<size_t>(world_));
-  comm.allgather(&failed, sizeof(int), flags.data());
-  std::string failing;
-  for (int r = 0; r < world_; ++r) {
-    if (flags[static_cast<size_t>(r)]) failing += (failing.empty() ? "" : ", ") + std::to_string(r);
-  }
-  if (!failing.empty()) {
-    for (auto& p : peers_) tcp_close(p.fd);
-    peers_.clear();
-    throw Error(error.empty() ? "watchdog: set-up failed on ranks " + failing : error);
-  }
-  const double now = now_s();
-  for (auto& p : peers_) p.last_seen = now;
-}
-
-std::string Watchdog::accept_peers(int listen_fd, uint16_t port, const std::function<double()>& remaining) {
-  peers_.resize(static_cast<size_t>(world_));
-  // Accept until every rank has said hello (a rank is known by its hello, not its address).
-  std::vector<Peer> pending;
-  int joined = 0;
-  while (listen_fd >= 0 && joined < world_ - 1 && remaining() > 0) {
-    std::vector<pollfd> fds{{listen_fd, POLLIN, 0}};
-    for (const auto& p : pending) fds.push_back({p.fd, POLLIN, 0});
-    ::poll(fds.data(), fds.size(), 100);
-    for (int fd; (fd = tcp_accept(listen_fd)) >= 0;) {
-      Peer p;
-      p.fd = fd;
-      pending.push_back(std::move(p));
-    }
-    for (auto& p : pending) {
-      if (p.fd < 0) continue;
-      if (tcp_recv_available(p.fd, &p.inbox) == RecvStatus::kClosed && p.inbox.size() < sizeof(Message)) {
-        tcp_close(p.fd);
-        p.fd = -1;
-        continue;
-      }
-      if (p.inbox.size() < sizeof(Message)) continue;
-      Message hello;
-      std::memcpy(&hello, p.inbox.data(), sizeof(hello));
-      const bool valid = hello.magic == kMagic && hello.type == kHello && hello.rank > 0 &&
-                         hello.rank < world_ && peers_[static_cast<size_t>(hello.rank)].fd < 0;
-      if (!valid) {
-        tcp_close(p.fd);  // a stranger on our port, or a duplicate
-      } else {
-        Peer& peer = peers_[static_cast<size_t>(hello.rank)];
-        peer.fd = p.fd;
-        peer.inbox = p.inbox.substr(sizeof(Message));
-        ++joined;
-      }
-      p.fd = -1;
-    }
-    pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Peer& p) { return p.fd < 0; }),
-                  pending.end());
-  }
-  for (auto& p : pending) tcp_close(p.fd);
-  tcp_close(listen_fd);
-  if (joined == world_ - 1) return "";
-  std::string missing;
-  for (int r = 1; r < world_; ++r) {
-    if (peers_[static_cast<size_t>(r)].fd < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-  }
-  return "watchdog: ranks " + missing + " did not connect to rank 0 within " +
-         seconds(options_.connect_timeout_s) + " (TCP port " + std::to_string(port) + ")";
-}
-
-std::string Watchdog::connect_to_root(const Address& address, const std::function<double()>& remaining) {
-  if (address.count == 0) return "watchdog: rank 0 could not open its TCP port";
-  peers_.resize(1);
-  std::string tried;
-  for (int i = 0; i < address.count && peers_[0].fd < 0 && remaining() > 0; ++i) {
-    const std::string ip = text_of(address.ip[i]);
-    peers_[0].fd = tcp_connect(ip, address.port, std::min(5.0, std::max(0.1, remaining())));
-    if (peers_[0].fd < 0) tried += (tried.empty() ? "" : ", ") + ip + ": " + std::strerror(errno);
-  }
-  if (peers_[0].fd < 0) {
-    return "watchdog: cannot reach rank 0 on TCP port " + std::to_string(address.port) + " (" + tried + ")";
-  }
-  Message hello;
-  hello.type = kHello;
-  hello.rank = rank_;
-  if (!tcp_send(peers_[0].fd, &hello, sizeof(hello)))
-    return "watchdog: lost the connection to rank 0 at once";
-  return "";
 }
 
 void Watchdog::enter(const char* op) {
@@ -288,7 +110,7 @@ void Watchdog::run() {
 
 void Watchdog::handle(int from, const Message& m) {
   Peer& p = peers_[rank_ == 0 ? static_cast<size_t>(from) : 0];
-  if (m.magic != kMagic) {
+  if (m.magic != kWatchdogMagic) {
     fail(from, "it sent a malformed watchdog message");
     return;
   }
@@ -334,7 +156,7 @@ void Watchdog::check_peers(double now) {
     if ((rank_ == 0 && r == 0) || p.finished || p.closed) continue;
     const double silent = now - p.last_seen;
     if (silent > options_.heartbeat_timeout_s) {
-      fail(r, "no heartbeat for " + seconds(silent) +
+      fail(r, "no heartbeat for " + seconds_text(silent) +
                   ": its process or host is hung, or the network to it is down");
       return;
     }
@@ -369,14 +191,15 @@ void Watchdog::check_collectives(double now) {
       if (entered[j] < s && !(q > 0 && peers_[j].finished)) behind.push_back(q);
     }
     if (behind.empty()) {
-      fail(-1, "every rank has been inside " + what + " for over " + seconds(options_.collective_timeout_s) +
+      fail(-1, "every rank has been inside " + what + " for over " +
+                   seconds_text(options_.collective_timeout_s) +
                    " (comm.timeout_s): the transport is stalled");
       return;
     }
     const auto b = static_cast<size_t>(behind[0]);
     std::string why = "it has not joined " + what + ", which rank " + std::to_string(r) +
-                      " has waited in for " + seconds(inside[i]) + " (comm.timeout_s " +
-                      seconds(options_.collective_timeout_s) + "); it last entered collective #" +
+                      " has waited in for " + seconds_text(inside[i]) + " (comm.timeout_s " +
+                      seconds_text(options_.collective_timeout_s) + "); it last entered collective #" +
                       std::to_string(entered[b]) + " (" + op[b] + ")" +
                       (inside[b] >= 0 ? " and is still inside it" : " and is busy outside collectives");
     if (behind.size() > 1) {

@@ -11,6 +11,8 @@
 //     reached #S are named (or, if all are inside, the transport is declared stalled);
 //   - a rank whose poll_error hook reports a transport error (NCCL's asynchronous errors:
 //     device collectives return at once, so their failures surface there).
+// Only ranks of this job may join: rank 0 draws a random token, MPI hands it to the ranks before
+// they connect, and each presents it first; rank 0 closes (and logs) any other connection.
 // Rank 0 tells every live rank why, and each one exits with kExitLostRank after running the
 // on_abort hook (the NCCL communicator's abort, on GPUs). Ranks lose rank 0 the same way.
 #pragma once
@@ -36,10 +38,19 @@ struct WatchdogOptions {
   double heartbeat_timeout_s = 30;    // silence after which a rank counts as lost
   double heartbeat_interval_s = 1;
   double connect_timeout_s = 60;  // for every rank to reach rank 0 at start
+  double token_timeout_s = 5;     // for a new connection to present the job token
+  // Where the channel runs (comm.watchdog_interface / comm.watchdog_family, or the environment's
+  // DYNAMIX_SOCKET_IFNAME / DYNAMIX_SOCKET_FAMILY; the *_key fields name the source in errors).
+  std::string interface;        // "" = every interface that is up
+  std::string family = "auto";  // auto (IPv4 if there is an IPv4 address, else IPv6) | ipv4 | ipv6
+  std::string interface_key = "comm.watchdog_interface";
+  std::string family_key = "comm.watchdog_family";
   // Asked on the watchdog's thread every heartbeat interval: a non-empty answer is a fatal error
   // of this rank's transport (NCCL's asynchronous errors: a peer lost inside a kernel, a network
   // failure), and ends the job on every rank with that message. Must be thread-safe.
   std::function<std::string()> poll_error;
+  // Rank 0, tests: called with the port once it listens, before the ranks learn it.
+  std::function<void(uint16_t port)> on_listening;
 };
 
 class Watchdog {
@@ -47,9 +58,9 @@ class Watchdog {
   // Terminates the process; tests replace it to observe the decision instead.
   using ExitFn = std::function<void(int status, const std::string& message)>;
 
-  // Collective over `comm` (MPI; not yet watched): rank 0 listens, broadcasts its addresses, and
-  // every other rank connects. Throws dynamix::Error on every rank, naming the ranks that could
-  // not connect, if the channel cannot be set up.
+  // Collective over `comm` (MPI; not yet watched): every rank checks the network options, rank 0
+  // listens and broadcasts its addresses and the job token, and every other rank connects. Throws
+  // dynamix::Error on every rank, with the first failing rank's error, if the channel cannot be set up.
   Watchdog(Communicator& comm, WatchdogOptions options, std::function<void()> on_abort = {});
   // Says goodbye (an orderly exit is not a loss) and stops the thread.
   ~Watchdog();
@@ -64,6 +75,10 @@ class Watchdog {
   // Whether the watchdog has decided to end the job (tests).
   bool tripped() const { return tripped_.load(); }
   const WatchdogOptions& options() const { return options_; }
+  // Where rank 0 listens: "[::1]:40123", several separated by ", ".
+  const std::string& root_endpoints() const { return root_endpoints_; }
+  // Rank 0: connections closed at set-up for want of the job token (strays, port scanners).
+  int rejected_connections() const { return rejected_; }
 
   // Description of a rank for messages: "rank 2 (pid 4711 on node07)".
   std::string describe(int rank) const;
@@ -72,15 +87,19 @@ class Watchdog {
   struct Peer;
   struct Message;
   struct Address;
+  struct Pending;
 
   void run();
   // Set-up (collective): rank 0 accepts a TCP connection from every other rank, which says hello;
   // every rank learns whether all succeeded. Throws Error if any failed.
   void connect_all(Communicator& comm);
-  // Rank 0: accepts every other rank until connect_timeout_s; the error, or "" when all joined.
-  std::string accept_peers(int listen_fd, uint16_t port, const std::function<double()>& remaining);
+  // Rank 0: accepts every other rank that presents the job token until connect_timeout_s; the
+  // error, or "" when all joined.
+  std::string accept_peers(int listen_fd, const Address& address, const std::function<double()>& remaining);
   // Other ranks: connects to rank 0 at one of its addresses and says hello; the error, or "".
   std::string connect_to_root(const Address& address, const std::function<double()>& remaining);
+  // Rank 0: closes a set-up connection that is not a rank of this job, and logs why.
+  void reject(Pending& p, const std::string& why);
   void handle(int from, const Message& m);
   void check_peers(double now);
   void check_collectives(double now);
@@ -100,6 +119,8 @@ class Watchdog {
   int world_ = 1;
   std::vector<std::string> identity_;  // per rank: "pid P on HOST"
   std::vector<Peer> peers_;            // rank 0: one per rank (self unused); others: [0] = rank 0
+  int rejected_ = 0;
+  std::string root_endpoints_;
   std::atomic<uint64_t> entered_{0};
   std::atomic<int64_t> collective_start_ns_{0};  // 0 when not inside a collective
   std::atomic<const char*> op_{"none"};

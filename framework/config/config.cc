@@ -312,6 +312,17 @@ Fields comm_fields(CommConfig& cc, const YamlReader& r) {
          r.require(cc.heartbeat_timeout_s >= 2, v, p,
                    "must be >= 2 (seconds; heartbeats are sent every second)");
        }},
+      {"watchdog_interface",
+       [&](const Node& v, const Path& p) {
+         cc.watchdog_interface = r.string(v, p);
+         r.require(cc.watchdog_interface.size() < 16 &&
+                       cc.watchdog_interface.find_first_of(" /%") == std::string::npos,
+                   v, p, "must be a network interface name (eth0, ib0, lo; at most 15 characters)");
+       }},
+      {"watchdog_family",
+       [&](const Node& v, const Path& p) {
+         cc.watchdog_family = r.choice(v, p, {"auto", "ipv4", "ipv6"});
+       }},
   };
 }
 
@@ -354,6 +365,12 @@ Fields top_fields(Config& c, const YamlReader& r) {
       {"policy", [&](const Node& v, const Path& p) { r.section(v, p, policy_fields(c.policy, r)); }},
       {"hetero", [&](const Node& v, const Path& p) { r.section(v, p, hetero_fields(c.hetero, r)); }},
       {"monitor", [&](const Node& v, const Path& p) { r.section(v, p, monitor_fields(c.monitor, r)); }},
+      {"placement",
+       [&](const Node& v, const Path& p) {
+         r.section(v, p, {{"bind", [&](const Node& b, const Path& q) {
+                             c.placement.bind = r.choice(b, q, {"auto", "none", "numa", "core"});
+                           }}});
+       }},
       {"backend",
        [&](const Node& v, const Path& p) {
          c.backend = r.choice(v, p, {"auto", "nccl", "mpi"});

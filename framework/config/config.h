@@ -91,16 +91,24 @@ struct MonitorConfig {
   bool enabled = true;        // false: no system/network probes at all (monitor_source "none")
 };
 
+struct PlacementConfig {
+  // auto (bind unless the launcher already has) | none | numa (the GPU's NUMA node; CPU: a node
+  // per rank) | core (a disjoint share of cores per rank of the node)
+  std::string bind = "auto";
+};
+
 struct CommConfig {
-  double bucket_mb = 25.0;              // fused bucket size
-  bool overlap = true;                  // reduce buckets during backward (autograd hooks + comm thread)
-  std::string compression = "none";     // none | fp16 | bf16 | hlc
-  double hlc_ratio = 1.5;               // hlc: count-sketch cells per union entry
-  bool hlc_auto = true;                 // hlc: go dense per bucket when compression would not pay
-  double hlc_max_bytes_fraction = 0.5;  // hlc: compress only below this fraction of dense bytes
-  bool watchdog = true;                 // bound collectives and detect lost ranks (multi-rank runs)
-  double timeout_s = 300;               // longest any one collective may take
-  double heartbeat_timeout_s = 30;      // silence after which a rank counts as lost
+  double bucket_mb = 25.0;               // fused bucket size
+  bool overlap = true;                   // reduce buckets during backward (autograd hooks + comm thread)
+  std::string compression = "none";      // none | fp16 | bf16 | hlc
+  double hlc_ratio = 1.5;                // hlc: count-sketch cells per union entry
+  bool hlc_auto = true;                  // hlc: go dense per bucket when compression would not pay
+  double hlc_max_bytes_fraction = 0.5;   // hlc: compress only below this fraction of dense bytes
+  bool watchdog = true;                  // bound collectives and detect lost ranks (multi-rank runs)
+  double timeout_s = 300;                // longest any one collective may take
+  double heartbeat_timeout_s = 30;       // silence after which a rank counts as lost
+  std::string watchdog_interface;        // the watchdog's network interface ("" = any that is up)
+  std::string watchdog_family = "auto";  // auto | ipv4 | ipv6
 };
 
 struct OutputConfig {
@@ -123,6 +131,7 @@ struct Config {
   MonitorConfig monitor;
   std::string backend = "auto";  // auto | nccl | mpi
   CommConfig comm;
+  PlacementConfig placement;
   OutputConfig output;
 
   std::string sim_yaml;  // raw `sim:` block (YAML), validated by the simulator (agent/sim); empty if absent

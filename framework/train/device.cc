@@ -29,7 +29,7 @@ bool nccl_built() {
 #endif
 }
 
-torch::Device choose_device(const Config& config, int local_rank) {
+torch::Device choose_device(const Config& config, int gpu_slot) {
   const std::string& want = config.train.device;
   const int devices = cuda_devices();
   torch::Device device = torch::kCPU;
@@ -40,7 +40,7 @@ torch::Device choose_device(const Config& config, int local_rank) {
                                  : "this LibTorch is built without CUDA") +
                   "; use train.device: cpu or auto");
     }
-    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % devices));
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(gpu_slot % devices));
   } else if (want != "cpu" && want != "auto") {
     throw Error("train.device: unknown device '" + want + "' (auto | cpu | cuda)");
   }

@@ -1,7 +1,8 @@
 // DYNAMIX — where a rank trains (train.device: auto | cpu | cuda) and over which backend its
 // gradients travel (backend: auto | nccl | mpi).
 //
-// cuda: the node-local rank's GPU, local_rank % visible GPUs — so several ranks may share one GPU
+// cuda: the GPU placement chose (framework/train/placement.h: spread over NUMA nodes), else the
+// node-local rank's, local_rank % visible GPUs — so several ranks may share one GPU
 // (MPS splits it for real compute heterogeneity), and under per-task GPU binding (Slurm
 // --gpus-per-task, CUDA_VISIBLE_DEVICES per rank) every rank takes its own device 0. NCCL refuses
 // two ranks on one GPU, so `auto` picks NCCL only when no two ranks of a node share a GPU (told
@@ -17,9 +18,10 @@
 
 namespace dynamix {
 
-// The device of the rank with node-local rank `local_rank`. Throws dynamix::Error naming the key
-// when the request cannot be met (no CUDA device, fp16 on a CPU, hetero.memory_mb on a GPU).
-torch::Device choose_device(const Config& config, int local_rank);
+// The device of a rank: for cuda, GPU `gpu_slot` modulo the visible GPUs (the slot placement chose,
+// placement.h, else the node-local rank). Throws dynamix::Error naming the key when the request
+// cannot be met (no CUDA device, fp16 on a CPU, hetero.memory_mb on a GPU).
+torch::Device choose_device(const Config& config, int gpu_slot);
 
 // The backend for a rank on `device`; `gpu_shared`: another rank of the node uses the same GPU.
 // Throws dynamix::Error for nccl without a GPU, without NCCL in the build, or on a shared GPU.

@@ -88,7 +88,7 @@ void Trainer::setup() {
     for (const auto& note : adapt_to_world(config_, world_)) log("resume: " + note);
   }
   validate_for_world(config_, world_);
-  device_ = choose_device(config_, options_.local_rank);
+  device_ = choose_device(config_, options_.gpu >= 0 ? options_.gpu : options_.local_rank);
   if (config_.backend == "nccl" && comm_.backend() != "nccl") {
     throw Error("backend: nccl, but the trainer was given a " + comm_.backend() + " communicator");
   }

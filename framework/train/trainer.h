@@ -52,7 +52,8 @@ struct TrainOptions {
   bool float64 = false;    // train in double precision (exactness tests)
   bool quiet = false;      // nothing on the console (benchmarks, tests); output.progress otherwise
   bool write_outputs = true;
-  int local_rank = 0;  // this rank's place among its node's ranks (device = local_rank % GPUs)
+  int local_rank = 0;  // this rank's place among its node's ranks
+  int gpu = -1;        // the GPU placement chose (placement.h); -1: local_rank % GPUs
 };
 
 class Trainer {

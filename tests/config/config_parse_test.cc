@@ -72,6 +72,10 @@ comm:
   watchdog: false
   timeout_s: 120
   heartbeat_timeout_s: 10
+  watchdog_interface: eth1
+  watchdog_family: ipv6
+placement:
+  bind: core
 output:
   dir: runs/full
   checkpoint_every: 100
@@ -144,6 +148,9 @@ void expect_full(const Config& c) {
   EXPECT_FALSE(c.comm.watchdog);
   EXPECT_DOUBLE_EQ(c.comm.timeout_s, 120.0);
   EXPECT_DOUBLE_EQ(c.comm.heartbeat_timeout_s, 10.0);
+  EXPECT_EQ(c.comm.watchdog_interface, "eth1");
+  EXPECT_EQ(c.comm.watchdog_family, "ipv6");
+  EXPECT_EQ(c.placement.bind, "core");
   EXPECT_EQ(c.output.dir, "runs/full");
   EXPECT_EQ(c.output.checkpoint_every, 100);
   EXPECT_TRUE(c.output.sample_log);

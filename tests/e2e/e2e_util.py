@@ -70,10 +70,10 @@ def check_outputs(outdir):
     assert r.returncode == 0, f"check-outputs failed for {outdir}"
 
 
-def expect_error(cmd, needle, what):
-    """Runs `cmd`; expects a non-zero exit and a clean message (no crash trace) holding `needle`.
-    Returns the run's stdout and stderr."""
-    r = run(cmd, timeout=300)
+def expect_error(cmd, needle, what, env=None):
+    """Runs `cmd` (in `env`, if given); expects a non-zero exit and a clean message (no crash trace)
+    holding `needle`. Returns the run's stdout and stderr."""
+    r = run(cmd, timeout=300, env=env)
     out = r.stdout + r.stderr
     if r.returncode == 0:
         fail(f"{what}: exit 0, expected an error\n{out}")

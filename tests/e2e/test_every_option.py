@@ -58,6 +58,12 @@ def cases(d):
         "large buckets": ["comm.bucket_mb=64"],
         "backend mpi": ["backend=mpi"],
         "backend auto": ["backend=auto"],
+        "watchdog on lo, ipv4": ["comm.watchdog_interface=lo", "comm.watchdog_family=ipv4"],
+        "watchdog family auto": ["comm.watchdog_family=auto"],
+        # Placement (auto is every other case's; ipv6 and the rest: e2e_watchdog_network, e2e_placement).
+        "placement none": ["placement.bind=none"],
+        "placement numa": ["placement.bind=numa"],
+        "placement core": ["placement.bind=core"],
         # Numerics and layout.
         "precision bf16": ["train.precision=bf16"],
         "channels_last": ["train.channels_last=true"],

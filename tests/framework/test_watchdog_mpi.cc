@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "framework/comm/mpi_communicator.h"
+#include "framework/comm/tcp_channel.h"
 #include "framework/comm/watchdog.h"
 
 namespace dynamix {
@@ -130,6 +131,52 @@ TEST(Watchdog, ATransportErrorOnOneRankEndsTheJobEverywhereAndAbortsTheTransport
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     EXPECT_EQ(d.calls.load(), 1);
   }
+}
+
+TEST(Watchdog, TurnsAwayAConnectionWithoutTheJobTokenAndTheJobStillForms) {
+  // A stray process reaches rank 0's watchdog port before any rank, with a wrong token and then
+  // what could pass for a hello. Rank 0 must close it, log it, not count it as a rank, and go on
+  // accepting the real ranks.
+  MpiCommunicator mpi;
+  WatchdogOptions o;
+  int stray = -1;
+  if (mpi.rank() == 0) {
+    o.on_listening = [&stray](uint16_t port) {
+      stray = tcp_connect("127.0.0.1", port, 5);
+      const std::string wrong(64, '\x5a');  // 32 bytes of token, then the start of a "hello"
+      if (stray >= 0) tcp_send(stray, wrong.data(), wrong.size());
+    };
+  }
+  Decision d;
+  testing::internal::CaptureStderr();
+  {
+    Watchdog w(mpi, o);
+    const std::string log = testing::internal::GetCapturedStderr();
+    observe(w, d);
+    WatchedCommunicator comm(mpi, &w);
+    int64_t x = 1;
+    comm.allreduce_sum(&x, 1, DType::kInt64);
+    EXPECT_EQ(x, mpi.size()) << "every real rank joined";
+    if (mpi.rank() == 0) {
+      ASSERT_GE(stray, 0) << "the stray client could not connect";
+      EXPECT_EQ(w.rejected_connections(), 1);
+      EXPECT_NE(log.find("watchdog: rejected a connection from 127.0.0.1:"), std::string::npos) << log;
+      EXPECT_NE(log.find("wrong job token"), std::string::npos) << log;
+      // Rank 0 has closed the stray's connection.
+      std::string rest;
+      RecvStatus status = RecvStatus::kNothing;
+      for (int i = 0; i < 50 && status != RecvStatus::kClosed; ++i) {
+        status = tcp_recv_available(stray, &rest);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      EXPECT_EQ(status, RecvStatus::kClosed);
+      tcp_close(stray);
+    } else {
+      EXPECT_EQ(w.rejected_connections(), 0);
+    }
+    comm.barrier();
+  }
+  EXPECT_EQ(d.calls.load(), 0) << d.message;
 }
 
 }  // namespace

@@ -50,6 +50,7 @@ std::string describe(const Config& c) {
   s += c.monitor.ebpf + "|" + c.backend + "|" + c.comm.compression + "|" + c.output.dir + "|";
   add(c.monitor.enabled), add(c.comm.bucket_mb), add(c.output.checkpoint_every);
   add(c.comm.watchdog), add(c.comm.timeout_s), add(c.comm.heartbeat_timeout_s);
+  s += c.comm.watchdog_interface + "|" + c.comm.watchdog_family + "|" + c.placement.bind + "|";
   return s + c.sim_yaml;
 }
 
