@@ -93,9 +93,10 @@ std::string cpu_list_text(std::vector<int> cpus) {
   return text;
 }
 
-std::string resolve_bind(const std::string& bind, bool use_gpus, size_t current, size_t allowed) {
+std::string resolve_bind(const std::string& bind, bool use_gpus, size_t current, size_t allowed,
+                         int local_size) {
   if (bind != "auto") return bind;
-  if (current < allowed) return "none";
+  if (current < allowed || static_cast<size_t>(std::max(local_size, 1)) > allowed) return "none";
   return use_gpus ? "numa" : "core";
 }
 

@@ -49,8 +49,10 @@ Placement plan_placement(const Topology& topology, int local_rank, int local_siz
 std::string cpu_list_text(std::vector<int> cpus);
 
 // What placement.bind means for this process: `bind` unless it is auto, in which case "none" when
-// the launcher has already bound the process (`current` covers fewer than `allowed` CPUs), else
-// numa on a GPU and core without one.
-std::string resolve_bind(const std::string& bind, bool use_gpus, size_t current, size_t allowed);
+// the launcher has already bound the process (`current` covers fewer than `allowed` CPUs) or the
+// node runs more ranks than it has CPUs (oversubscribed: pinning ranks to shared cores would take
+// the scheduler's balancing away from them), else numa on a GPU and core without one.
+std::string resolve_bind(const std::string& bind, bool use_gpus, size_t current, size_t allowed,
+                         int local_size);
 
 }  // namespace dynamix

@@ -51,10 +51,13 @@ RankPlacement place_this_rank(const Config& config, int local_rank, int local_si
   const Topology topology = hwloc.read(gpus);
   const std::vector<int> before = process_cpus();
   const size_t allowed = hwloc.allowed_cpus().size();
-  r.bind = resolve_bind(config.placement.bind, !gpus.empty(), before.size(), allowed);
+  r.bind = resolve_bind(config.placement.bind, !gpus.empty(), before.size(), allowed, local_size);
   if (config.placement.bind == "auto") {
     r.reason = before.size() < allowed
                    ? "auto: the launcher bound the process to CPUs " + cpu_list_text(before)
+               : static_cast<size_t>(local_size) > allowed
+                   ? "auto: " + std::to_string(local_size) + " ranks on " + std::to_string(allowed) +
+                         " CPUs (oversubscribed): not bound"
                    : "auto: not bound by the launcher";
   }
   r.plan = plan_placement(topology, local_rank, local_size, r.bind, !gpus.empty());

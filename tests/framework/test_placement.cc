@@ -105,10 +105,12 @@ TEST(Placement, NoneChoosesTheGpuButBindsNothing) {
 }
 
 TEST(Placement, AutoBindsOnlyWhatTheLauncherLeftUnbound) {
-  EXPECT_EQ(resolve_bind("auto", false, 2, 2), "core");
-  EXPECT_EQ(resolve_bind("auto", true, 16, 16), "numa");
-  EXPECT_EQ(resolve_bind("auto", true, 1, 16), "none");  // mpirun --bind-to core, srun --cpu-bind
-  EXPECT_EQ(resolve_bind("core", false, 1, 16), "core");
+  EXPECT_EQ(resolve_bind("auto", false, 2, 2, 2), "core");
+  EXPECT_EQ(resolve_bind("auto", true, 16, 16, 4), "numa");
+  EXPECT_EQ(resolve_bind("auto", true, 1, 16, 4), "none");  // mpirun --bind-to core, srun --cpu-bind
+  EXPECT_EQ(resolve_bind("auto", false, 2, 2, 4), "none");  // 4 ranks on 2 CPUs: oversubscribed
+  EXPECT_EQ(resolve_bind("core", false, 1, 16, 4), "core");
+  EXPECT_EQ(resolve_bind("core", false, 2, 2, 4), "core");  // asked for: shared round-robin
 }
 
 TEST(Placement, CpuListsReadLikeLinuxs) {
