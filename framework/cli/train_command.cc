@@ -94,7 +94,7 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
     error = brief_error(e);
   }
   if (!all_ok(comm, error)) return 2;
-  log_placement(comm, placement);
+  std::vector<std::string> startup_lines = placement_lines(comm, placement);
   const int gpu = placement.plan.gpu >= 0 ? placement.plan.gpu : runtime.local_rank();
 
   // Device and backend (train.device, backend): GPUs with NCCL when no two ranks share one.
@@ -149,11 +149,9 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
       error = brief_error(e);  // the same on every rank: the channel agreed on failure
     }
     if (!all_ok(comm, error)) return failed();
-    if (comm.rank() == 0) {
-      std::printf("watchdog: all %d ranks connected to rank 0 at %s with the job token\n", comm.size(),
-                  watchdog->root_endpoints().c_str());
-      std::fflush(stdout);
-    }
+    startup_lines.push_back("watchdog: all " + std::to_string(comm.size()) +
+                            " ranks connected to rank 0 at " + watchdog->root_endpoints() +
+                            " with the job token");
   }
   WatchedCommunicator watched(transport, watchdog.get());
 
@@ -164,6 +162,7 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
     opts.overwrite = cmd.overwrite;
     opts.local_rank = runtime.local_rank();
     opts.gpu = gpu;
+    if (comm.rank() == 0) opts.startup_lines = std::move(startup_lines);
     trainer = std::make_unique<Trainer>(std::move(config), watched, opts);
     trainer->setup();
   } catch (const std::exception& e) {

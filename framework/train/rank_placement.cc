@@ -77,7 +77,7 @@ RankPlacement place_this_rank(const Config& config, int local_rank, int local_si
   return r;
 }
 
-void log_placement(Communicator& comm, const RankPlacement& mine) {
+std::vector<std::string> placement_lines(Communicator& comm, const RankPlacement& mine) {
   Row row{};
   char host[64] = {};
   ::gethostname(host, sizeof(host) - 1);
@@ -89,16 +89,17 @@ void log_placement(Communicator& comm, const RankPlacement& mine) {
   row.threads = mine.threads;
   std::vector<Row> rows(static_cast<size_t>(comm.size()));
   comm.allgather(&row, sizeof(Row), rows.data());
-  if (comm.rank() != 0) return;
-  std::printf("placement: placement.bind %s%s\n", mine.bind.c_str(),
-              mine.reason.empty() ? "" : (" (" + mine.reason + ")").c_str());
+  std::vector<std::string> lines;
+  if (comm.rank() != 0) return lines;
+  lines.push_back("placement: placement.bind " + mine.bind +
+                  (mine.reason.empty() ? "" : " (" + mine.reason + ")"));
   for (int q = 0; q < comm.size(); ++q) {
     const Row& x = rows[static_cast<size_t>(q)];
     const std::string numa = x.numa >= 0 ? std::to_string(x.numa) : "-";
-    std::printf("placement: rank %d host %s gpu %s numa %s cpus %s threads %d bind %s\n", q, x.host, x.gpu,
-                numa.c_str(), x.cpus, x.threads, x.bind);
+    lines.push_back("placement: rank " + std::to_string(q) + " host " + x.host + " gpu " + x.gpu + " numa " +
+                    numa + " cpus " + x.cpus + " threads " + std::to_string(x.threads) + " bind " + x.bind);
   }
-  std::fflush(stdout);
+  return lines;
 }
 
 }  // namespace dynamix

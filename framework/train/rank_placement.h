@@ -25,7 +25,8 @@ struct RankPlacement {
 // the node's cores shared among its ranks). Local: no collective. Throws dynamix::Error.
 RankPlacement place_this_rank(const Config& config, int local_rank, int local_size);
 
-// Collective: rank 0 prints one line per rank: host, GPU, NUMA node, CPUs, threads.
-void log_placement(Communicator& comm, const RankPlacement& mine);
+// Collective: rank 0 gets the lines to print, the binding mode and one per rank (host, GPU, NUMA
+// node, CPUs, threads); the other ranks get none.
+std::vector<std::string> placement_lines(Communicator& comm, const RankPlacement& mine);
 
 }  // namespace dynamix

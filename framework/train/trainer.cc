@@ -75,6 +75,7 @@ Trainer::Trainer(Config config, Communicator& comm, TrainOptions options)
                                                  config_.output.progress_interval_s, stdout);
     console_log_ = std::make_unique<ConsoleLogStream>(*console_);
   }
+  for (const auto& line : options_.startup_lines) log(line);
 }
 
 Trainer::~Trainer() = default;

@@ -54,6 +54,9 @@ struct TrainOptions {
   bool write_outputs = true;
   int local_rank = 0;  // this rank's place among its node's ranks
   int gpu = -1;        // the GPU placement chose (placement.h); -1: local_rank % GPUs
+  // Rank 0's lines from before the trainer existed (placement, watchdog), printed first through
+  // the console, so every mode (json included) keeps its form.
+  std::vector<std::string> startup_lines;
 };
 
 class Trainer {
