@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "framework/config/yaml_reader.h"
 #include "framework/core/error.h"
+#include "framework/core/yaml_reader.h"
 
 namespace dynamix {
 namespace {
