@@ -28,24 +28,26 @@ std::unique_ptr<NetProbe> procfs_or_none(const std::vector<int>& pids, std::stri
 
 }  // namespace
 
-std::unique_ptr<Monitor> Monitor::create(const std::string& ebpf_mode, std::vector<int> pids, int gpu_index) {
+std::unique_ptr<Monitor> Monitor::create(EbpfMode ebpf_mode, std::vector<int> pids, int gpu_index) {
   std::unique_ptr<NetProbe> net;
   std::string reason;
-  if (ebpf_mode == "on") {
-    net = make_ebpf_probe(pids);  // throws with the reason
-  } else if (ebpf_mode == "auto") {
-    try {
-      net = make_ebpf_probe(pids);
-    } catch (const Error& e) {
-      reason = e.what();
+  switch (ebpf_mode) {
+    case EbpfMode::kOn:
+      net = make_ebpf_probe(pids);  // throws with the reason
+      break;
+    case EbpfMode::kAuto:
+      try {
+        net = make_ebpf_probe(pids);
+      } catch (const Error& e) {
+        reason = e.what();
+        net = procfs_or_none(pids, reason);
+        std::cerr << "[dynamix monitor] " << reason << "; network source: " << net->source() << "\n";
+      }
+      break;
+    case EbpfMode::kOff:
+      reason = "eBPF disabled (monitor.ebpf=off)";
       net = procfs_or_none(pids, reason);
-      std::cerr << "[dynamix monitor] " << reason << "; network source: " << net->source() << "\n";
-    }
-  } else if (ebpf_mode == "off") {
-    reason = "eBPF disabled (monitor.ebpf=off)";
-    net = procfs_or_none(pids, reason);
-  } else {
-    throw Error("monitor.ebpf: expected auto, on or off, got '" + ebpf_mode + "'");
+      break;
   }
   return std::make_unique<Monitor>(std::move(net), std::move(reason), gpu_index);
 }

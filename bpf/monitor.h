@@ -8,6 +8,7 @@
 #include "bpf/net_probe.h"
 #include "bpf/nvml_wrap.h"
 #include "bpf/sys_stats.h"
+#include "framework/config/choices.h"
 
 namespace dynamix {
 
@@ -24,10 +25,10 @@ struct MonitorSample {
 
 class Monitor {
  public:
-  // ebpf_mode: "auto" (eBPF, else /proc, else none; logs why on stderr), "on" (eBPF or throw
-  // dynamix::Error), "off" (/proc, else none). pids: processes whose flows count (empty = all).
+  // ebpf_mode (monitor.ebpf): auto (eBPF, else /proc, else none; logs why on stderr), on (eBPF or
+  // throw dynamix::Error), off (/proc, else none). pids: processes whose flows count (empty = all).
   // gpu_index < 0 disables NVML.
-  static std::unique_ptr<Monitor> create(const std::string& ebpf_mode, std::vector<int> pids, int gpu_index);
+  static std::unique_ptr<Monitor> create(EbpfMode ebpf_mode, std::vector<int> pids, int gpu_index);
 
   std::string source() const { return net_->source(); }                    // "ebpf" | "procfs" | "none"
   const std::string& fallback_reason() const { return fallback_reason_; }  // empty when eBPF in use

@@ -55,7 +55,8 @@ void print_block(const Monitor& mon, const MonitorSample& s, int max_flows) {
 int run_monitor(const MonitorCliOptions& opts) {
   if (!(opts.interval_s > 0)) throw Error("monitor --interval: expected seconds > 0");
   if (opts.count < 0) throw Error("monitor --count: expected >= 0 (0 = forever)");
-  std::unique_ptr<Monitor> mon = Monitor::create(opts.ebpf, opts.pids, opts.gpu_index);
+  std::unique_ptr<Monitor> mon =
+      Monitor::create(parse_choice<EbpfMode>(opts.ebpf, "monitor --ebpf"), opts.pids, opts.gpu_index);
   std::printf("dynamix monitor: network source %s (%s)%s%s\n\n", mon->source().c_str(),
               mon->net_detail().c_str(), mon->fallback_reason().empty() ? "" : "; ",
               mon->fallback_reason().c_str());

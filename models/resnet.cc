@@ -2,6 +2,7 @@
 #include "models/resnet.h"
 
 #include "framework/core/error.h"
+#include "models/torchvision_init.h"
 
 namespace dynamix {
 namespace {
@@ -100,7 +101,7 @@ class ResNet : public Model {
       }
     }
     net->fc_ = net->register_module("fc", nn::Linear(in, num_classes));
-    net->init_weights();
+    torchvision_init(*net, std::nullopt);  // fc keeps LibTorch's default, as in torchvision
     return net;
   }
 
@@ -118,19 +119,6 @@ class ResNet : public Model {
   }
 
  private:
-  // torchvision's initialization: He (fan-out) for convs, BatchNorm at identity.
-  void init_weights() {
-    torch::NoGradGuard no_grad;
-    for (auto& m : modules(/*include_self=*/false)) {
-      if (auto* c = m->as<nn::Conv2d>()) {
-        nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
-      } else if (auto* bn = m->as<nn::BatchNorm2d>()) {
-        nn::init::ones_(bn->weight);
-        nn::init::zeros_(bn->bias);
-      }
-    }
-  }
-
   bool imagenet_stem_;
   nn::Conv2d conv1_{nullptr};
   nn::BatchNorm2d bn1_{nullptr};

@@ -2,6 +2,7 @@
 #include "models/vgg.h"
 
 #include "framework/core/error.h"
+#include "models/torchvision_init.h"
 
 namespace dynamix {
 namespace {
@@ -62,7 +63,7 @@ class Vgg : public Model {
     } else {
       classifier_->push_back(nn::Linear(512, num_classes));
     }
-    init_weights();
+    torchvision_init(*this, /*linear_std=*/0.01);
   }
 
   torch::Tensor forward(torch::Tensor x) override {
@@ -73,23 +74,6 @@ class Vgg : public Model {
   }
 
  private:
-  // torchvision's initialization: He (fan-out) convs, N(0, 0.01) linears, zero biases.
-  void init_weights() {
-    torch::NoGradGuard no_grad;
-    for (auto& m : modules(/*include_self=*/false)) {
-      if (auto* c = m->as<nn::Conv2d>()) {
-        nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
-        nn::init::zeros_(c->bias);
-      } else if (auto* bn = m->as<nn::BatchNorm2d>()) {
-        nn::init::ones_(bn->weight);
-        nn::init::zeros_(bn->bias);
-      } else if (auto* l = m->as<nn::Linear>()) {
-        nn::init::normal_(l->weight, 0.0, 0.01);
-        nn::init::zeros_(l->bias);
-      }
-    }
-  }
-
   bool imagenet_head_;
   nn::Sequential features_{nullptr};
   nn::Sequential classifier_{nullptr};

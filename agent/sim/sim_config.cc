@@ -5,95 +5,50 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
+#include <optional>
 
 #include "agent/sim/profile_fit.h"
 #include "agent/sim/sim_rng.h"
 #include "framework/core/error.h"
+#include "framework/core/yaml_reader.h"
 
 namespace dynamix {
 namespace {
 
 constexpr int64_t kMaxNodes = int64_t{1} << 20;
 
-// Every message names the key; the origin (a file) comes first when known.
-class Parser {
- public:
-  explicit Parser(std::string origin) : origin_(std::move(origin)) {}
+using Node = YAML::Node;
+using Path = std::string;
 
-  [[noreturn]] void fail(const std::string& key, const std::string& msg) const {
-    throw Error((origin_.empty() ? "" : origin_ + ": ") + key + ": " + msg);
-  }
+// A setter that keeps the key's node, to read once the keys it depends on are known.
+YamlReader::Setter keep(std::optional<Node>& out) {
+  return [&out](const Node& v, const Path&) { out = v; };
+}
 
-  std::string shown(const YAML::Node& n) const {
-    if (n.IsScalar()) return "'" + n.Scalar() + "'";
-    return n.IsSequence() ? "a list" : n.IsMap() ? "a mapping" : "nothing";
-  }
+// Reads a number that must be >= lo (> lo when strict).
+double number_at_least(const YamlReader& r, const Node& v, const Path& p, double lo, bool strict) {
+  const double x = r.number(v, p);
+  r.require(strict ? x > lo : x >= lo, v, p,
+            std::string("must be ") + (strict ? "> " : ">= ") + std::to_string(lo));
+  return x;
+}
 
-  double number(const YAML::Node& n, const std::string& key) const {
-    if (n.IsScalar()) {
-      try {
-        const double v = n.as<double>();
-        if (std::isfinite(v)) return v;
-      } catch (const YAML::Exception&) {
-      }
-    }
-    fail(key, "expected a finite number, got " + shown(n));
-  }
-
-  int64_t integer(const YAML::Node& n, const std::string& key) const {
-    if (n.IsScalar()) {
-      try {
-        return n.as<int64_t>();
-      } catch (const YAML::Exception&) {
-      }
-    }
-    fail(key, "expected an integer, got " + shown(n));
-  }
-
-  double number_at_least(const YAML::Node& n, const std::string& key, double lo, bool strict) const {
-    const double v = number(n, key);
-    if (strict ? !(v > lo) : !(v >= lo)) {
-      fail(key, std::string("expected a number ") + (strict ? "> " : ">= ") + std::to_string(lo) + ", got " +
-                    shown(n));
-    }
-    return v;
-  }
-
-  void only_keys(const YAML::Node& map, const std::string& key,
-                 const std::vector<std::string>& allowed) const {
-    if (!map.IsMap()) fail(key, "expected a mapping, got " + shown(map));
-    for (const auto& kv : map) {
-      const std::string k = kv.first.Scalar();
-      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
-        std::string list;
-        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        fail(key + "." + k, "unknown key (expected one of: " + list + ")");
-      }
-    }
-  }
-
- private:
-  std::string origin_;
-};
-
-void parse_workload(const Parser& p, const YAML::Node& n, SimWorkload& w) {
-  p.only_keys(n, "sim.workload",
-              {"alpha_s", "beta_s", "grad_bytes", "bandwidth_gbps", "latency_us", "b_noise", "b_noise_growth",
-               "target_progress", "noise", "grad_noise"});
-  auto get = [&](const char* k, double& v, double lo, bool strict) {
-    if (n[k]) v = p.number_at_least(n[k], std::string("sim.workload.") + k, lo, strict);
+std::vector<YamlReader::Field> workload_fields(const YamlReader& r, SimWorkload& w) {
+  const auto at_least = [&r](double& out, double lo, bool strict) {
+    return [&r, out = &out, lo, strict](const Node& v, const Path& p) {
+      *out = number_at_least(r, v, p, lo, strict);
+    };
   };
-  get("alpha_s", w.alpha_s, 0, false);
-  get("beta_s", w.beta_s, 0, true);
-  get("grad_bytes", w.grad_bytes, 0, false);
-  get("bandwidth_gbps", w.bandwidth_gbps, 0, true);
-  get("latency_us", w.latency_us, 0, false);
-  get("b_noise", w.b_noise, 0, false);
-  get("b_noise_growth", w.b_noise_growth, 0, true);
-  get("target_progress", w.target_progress, 0, true);
-  get("noise", w.noise, 0, false);
-  get("grad_noise", w.grad_noise, 0, false);
+  return {{"alpha_s", at_least(w.alpha_s, 0, false)},
+          {"beta_s", at_least(w.beta_s, 0, true)},
+          {"grad_bytes", at_least(w.grad_bytes, 0, false)},
+          {"bandwidth_gbps", at_least(w.bandwidth_gbps, 0, true)},
+          {"latency_us", at_least(w.latency_us, 0, false)},
+          {"b_noise", at_least(w.b_noise, 0, false)},
+          {"b_noise_growth", at_least(w.b_noise_growth, 0, true)},
+          {"target_progress", at_least(w.target_progress, 0, true)},
+          {"noise", at_least(w.noise, 0, false)},
+          {"grad_noise", at_least(w.grad_noise, 0, false)}};
 }
 
 void set_speeds(SimConfig& c, const std::vector<double>& speeds) {
@@ -119,116 +74,137 @@ void apply_fitted_workload(const FittedProfile& f, const YAML::Node& given, SimW
   w.bandwidth_gbps = ring_bytes * 8 / std::max(f.exposed_comm_s, 1e-6) / 1e9;
 }
 
-void parse_profile(const Parser& p, const YAML::Node& n, const YAML::Node& workload, bool nodes_given,
-                   SimConfig& c) {
-  const int32_t given = nodes_given ? c.nodes : 0;
-  auto check_size = [&](int64_t size, const std::string& key) {
-    if (nodes_given && size != c.nodes) {
-      p.fail(key, "describes " + std::to_string(size) + " nodes but sim.nodes is " + std::to_string(c.nodes));
-    }
-  };
-  if (n.IsScalar()) {
-    try {
-      set_speeds(c, preset_speeds(n.Scalar(), given));
-    } catch (const Error& e) {
-      p.fail("sim.profile", e.what());
-    }
-    c.profile = n.Scalar();
-    return;
+// Speeds from a preset; its errors (unknown name, wrong size) name the key.
+void set_preset(const YamlReader& r, const Node& v, const Path& p, int32_t given_nodes, SimConfig& c) {
+  const std::string name = r.string(v, p);
+  try {
+    set_speeds(c, preset_speeds(name, given_nodes));
+  } catch (const Error& e) {
+    r.fail(p, "'" + p + "': " + e.what());
   }
-  p.only_keys(n, "sim.profile", {"preset", "classes", "random", "fit"});
-  if (n.size() != 1) p.fail("sim.profile", "expected exactly one of preset, classes, random, fit");
-  if (n["preset"]) {
-    const std::string name = n["preset"].IsScalar() ? n["preset"].Scalar() : "";
-    try {
-      set_speeds(c, preset_speeds(name, given));
-    } catch (const Error& e) {
-      p.fail("sim.profile.preset", e.what());
-    }
-    c.profile = name;
-  } else if (n["classes"]) {
-    const YAML::Node& cl = n["classes"];
-    if (!cl.IsSequence() || cl.size() == 0) p.fail("sim.profile.classes", "expected a non-empty list");
-    std::vector<double> speeds;
-    for (size_t k = 0; k < cl.size(); ++k) {
-      const std::string key = "sim.profile.classes[" + std::to_string(k) + "]";
-      p.only_keys(cl[k], key, {"count", "speed"});
-      if (!cl[k]["count"] || !cl[k]["speed"]) p.fail(key, "needs count and speed");
-      const int64_t count = p.integer(cl[k]["count"], key + ".count");
-      if (count < 1 || count > kMaxNodes) p.fail(key + ".count", "expected 1.." + std::to_string(kMaxNodes));
-      const double speed = p.number_at_least(cl[k]["speed"], key + ".speed", 0, true);
-      speeds.insert(speeds.end(), size_t(count), speed);
-      if (int64_t(speeds.size()) > kMaxNodes)
-        p.fail("sim.profile.classes", "more than " + std::to_string(kMaxNodes) + " nodes");
-    }
-    check_size(int64_t(speeds.size()), "sim.profile.classes");
-    set_speeds(c, speeds);
-    c.profile = "classes";
-  } else if (n["random"]) {
-    const YAML::Node& r = n["random"];
-    p.only_keys(r, "sim.profile.random", {"min_speed", "max_speed"});
-    if (!r["min_speed"] || !r["max_speed"]) p.fail("sim.profile.random", "needs min_speed and max_speed");
-    const double lo = p.number_at_least(r["min_speed"], "sim.profile.random.min_speed", 0, true);
-    const double hi = p.number_at_least(r["max_speed"], "sim.profile.random.max_speed", lo, false);
-    SimRng rng(c.seed ^ 0x5EED5EEDull);  // own stream: the profile does not shift the run's noise
-    std::vector<double> speeds(size_t(c.nodes));
-    for (auto& s : speeds) s = lo + (hi - lo) * rng.uniform();
-    set_speeds(c, speeds);
-    c.profile = "random";
-  } else {
-    if (!n["fit"].IsScalar()) p.fail("sim.profile.fit", "expected a path to metrics.jsonl");
-    const std::string path = n["fit"].Scalar();
-    const FittedProfile fitted = fit_profile_from_metrics(path);
-    const auto& ranks = fitted.ranks;
-    // A run with fewer ranks than sim.nodes is tiled cyclically (fit on 4, simulate 1024).
-    const size_t count = nodes_given ? size_t(c.nodes) : ranks.size();
-    c.nodes = int32_t(count);
-    c.alpha_s.resize(count);
-    c.beta_s.resize(count);
-    for (size_t i = 0; i < count; ++i) {
-      c.alpha_s[i] = ranks[i % ranks.size()].alpha_s;
-      c.beta_s[i] = ranks[i % ranks.size()].beta_s;
-    }
-    apply_fitted_workload(fitted, workload, c.workload);
-    c.profile = "fit:" + path;
-  }
+  c.profile = name;
 }
 
-void parse_events(const Parser& p, const YAML::Node& n, SimConfig& c) {
-  if (!n.IsSequence()) p.fail("sim.events", "expected a list, got " + p.shown(n));
-  for (size_t k = 0; k < n.size(); ++k) {
-    const std::string key = "sim.events[" + std::to_string(k) + "]";
-    const YAML::Node& e = n[k];
-    p.only_keys(e, key, {"at_step", "ranks", "rank", "slowdown", "duration_steps"});
-    SimEvent ev;
-    if (!e["at_step"] || !e["slowdown"]) p.fail(key, "needs at_step and slowdown");
-    ev.at_step = p.integer(e["at_step"], key + ".at_step");
-    if (ev.at_step < 0) p.fail(key + ".at_step", "expected >= 0");
-    ev.slowdown = p.number_at_least(e["slowdown"], key + ".slowdown", 0, true);
-    if (e["duration_steps"]) {
-      ev.duration_steps = p.integer(e["duration_steps"], key + ".duration_steps");
-      if (ev.duration_steps < 0) p.fail(key + ".duration_steps", "expected >= 0 (0 = permanent)");
-    }
-    if (e["ranks"] && e["rank"]) p.fail(key, "give ranks or rank, not both");
-    if (e["rank"]) {
-      ev.ranks.push_back(int32_t(p.integer(e["rank"], key + ".rank")));
-    } else if (e["ranks"]) {
-      if (!e["ranks"].IsSequence()) p.fail(key + ".ranks", "expected a list of ranks");
-      for (size_t j = 0; j < e["ranks"].size(); ++j) {
-        ev.ranks.push_back(int32_t(p.integer(e["ranks"][j], key + ".ranks[" + std::to_string(j) + "]")));
-      }
-    } else {
-      p.fail(key, "needs ranks (or rank)");
-    }
-    for (int32_t r : ev.ranks) {
-      if (r < 0 || r >= c.nodes) {
-        p.fail(key + ".ranks", "rank " + std::to_string(r) + " outside 0.." + std::to_string(c.nodes - 1));
-      }
-    }
-    c.events.push_back(std::move(ev));
+std::vector<double> class_speeds(const YamlReader& r, const Node& v, const Path& p) {
+  r.require(v.IsSequence() && v.size() > 0, v, p, "must be a non-empty list of {count, speed}");
+  std::vector<double> speeds;
+  r.list(v, p, [&](const Node& cls, const Path& cp) {
+    std::optional<int64_t> count;
+    std::optional<double> speed;
+    r.section(
+        cls, cp,
+        {{"count",
+          [&](const Node& x, const Path& xp) {
+            count = r.integer(x, xp);
+            r.require(*count >= 1 && *count <= kMaxNodes, x, xp,
+                      "must be in 1.." + std::to_string(kMaxNodes));
+          }},
+         {"speed", [&](const Node& x, const Path& xp) { speed = number_at_least(r, x, xp, 0, true); }}});
+    if (!count || !speed) r.fail(cp, "'" + cp + "' needs count and speed");
+    speeds.insert(speeds.end(), size_t(*count), *speed);
+    if (int64_t(speeds.size()) > kMaxNodes)
+      r.fail(p, "'" + p + "' has more than " + std::to_string(kMaxNodes) + " nodes");
+  });
+  return speeds;
+}
+
+std::vector<double> random_speeds(const YamlReader& r, const Node& v, const Path& p, const SimConfig& c) {
+  std::optional<Node> lo_node, hi_node;
+  r.section(v, p, {{"min_speed", keep(lo_node)}, {"max_speed", keep(hi_node)}});
+  if (!lo_node || !hi_node) r.fail(p, "'" + p + "' needs min_speed and max_speed");
+  const double lo = number_at_least(r, *lo_node, p + ".min_speed", 0, true);
+  const double hi = number_at_least(r, *hi_node, p + ".max_speed", lo, false);
+  SimRng rng(c.seed ^ 0x5EED5EEDull);  // own stream: the profile does not shift the run's noise
+  std::vector<double> speeds(size_t(c.nodes));
+  for (auto& s : speeds) s = lo + (hi - lo) * rng.uniform();
+  return speeds;
+}
+
+// Node models from a run's metrics.jsonl; a run with fewer ranks than sim.nodes is tiled
+// cyclically (fit on 4, simulate 1024).
+void set_fitted(const YamlReader& r, const Node& v, const Path& p, const Node& workload, bool nodes_given,
+                SimConfig& c) {
+  const std::string path = r.string(v, p);
+  const FittedProfile fitted = fit_profile_from_metrics(path);
+  const auto& ranks = fitted.ranks;
+  const size_t count = nodes_given ? size_t(c.nodes) : ranks.size();
+  c.nodes = int32_t(count);
+  c.alpha_s.resize(count);
+  c.beta_s.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    c.alpha_s[i] = ranks[i % ranks.size()].alpha_s;
+    c.beta_s[i] = ranks[i % ranks.size()].beta_s;
   }
-  std::stable_sort(c.events.begin(), c.events.end(),
-                   [](const SimEvent& a, const SimEvent& b) { return a.at_step < b.at_step; });
+  apply_fitted_workload(fitted, workload, c.workload);
+  c.profile = "fit:" + path;
+}
+
+// `profile`: a preset name, or a mapping with exactly one of preset, classes, random, fit.
+void parse_profile(const YamlReader& r, const Node& v, const Path& p, const Node& workload, bool nodes_given,
+                   SimConfig& c) {
+  const int32_t given = nodes_given ? c.nodes : 0;
+  if (v.IsScalar()) return set_preset(r, v, p, given, c);
+  std::optional<Node> preset, classes, random, fit;
+  r.section(
+      v, p,
+      {{"preset", keep(preset)}, {"classes", keep(classes)}, {"random", keep(random)}, {"fit", keep(fit)}});
+  if (!v.IsMap() || v.size() != 1)
+    r.fail(p, "'" + p + "' must have exactly one of preset, classes, random, fit");
+  if (preset) return set_preset(r, *preset, p + ".preset", given, c);
+  if (fit) return set_fitted(r, *fit, p + ".fit", workload, nodes_given, c);
+  if (random) {
+    set_speeds(c, random_speeds(r, *random, p + ".random", c));
+    c.profile = "random";
+    return;
+  }
+  const std::vector<double> speeds = class_speeds(r, *classes, p + ".classes");
+  if (nodes_given && int64_t(speeds.size()) != c.nodes) {
+    r.fail(p + ".classes", "'" + p + ".classes' describes " + std::to_string(speeds.size()) +
+                               " nodes but sim.nodes is " + std::to_string(c.nodes));
+  }
+  set_speeds(c, speeds);
+  c.profile = "classes";
+}
+
+SimEvent parse_event(const YamlReader& r, const Node& v, const Path& p, int32_t nodes) {
+  SimEvent ev;
+  bool has_step = false, has_slowdown = false, has_rank = false, has_ranks = false;
+  const auto rank = [&](const Node& x, const Path& xp) {
+    const int32_t k = r.int32(x, xp);
+    r.require(k >= 0 && k < nodes, x, xp, "must be a rank in 0.." + std::to_string(nodes - 1));
+    ev.ranks.push_back(k);
+  };
+  r.section(v, p,
+            {{"at_step",
+              [&](const Node& x, const Path& xp) {
+                ev.at_step = r.integer(x, xp);
+                r.require(ev.at_step >= 0, x, xp, "must be >= 0");
+                has_step = true;
+              }},
+             {"ranks",
+              [&](const Node& x, const Path& xp) {
+                r.list(x, xp, rank);
+                has_ranks = true;
+              }},
+             {"rank",
+              [&](const Node& x, const Path& xp) {
+                rank(x, xp);
+                has_rank = true;
+              }},
+             {"slowdown",
+              [&](const Node& x, const Path& xp) {
+                ev.slowdown = number_at_least(r, x, xp, 0, true);
+                has_slowdown = true;
+              }},
+             {"duration_steps", [&](const Node& x, const Path& xp) {
+                ev.duration_steps = r.integer(x, xp);
+                r.require(ev.duration_steps >= 0, x, xp, "must be >= 0 (0 = permanent)");
+              }}});
+  if (!v.IsMap()) r.fail(p, "'" + p + "' must be a mapping {at_step, ranks, slowdown, duration_steps}");
+  if (!has_step || !has_slowdown) r.fail(p, "'" + p + "' needs at_step and slowdown");
+  if (has_rank && has_ranks) r.fail(p, "'" + p + "' gives ranks or rank, not both");
+  if (!has_rank && !has_ranks) r.fail(p, "'" + p + "' needs ranks (or rank)");
+  return ev;
 }
 
 }  // namespace
@@ -295,43 +271,47 @@ SimConfig preset_sim_config(const std::string& preset, int32_t nodes) {
 }
 
 SimConfig parse_sim_config(const std::string& yaml_text, const std::string& origin) {
-  const Parser p(origin);
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    p.fail("sim", std::string("invalid YAML: ") + e.what());
-  }
+  const ConfigOrigin where(origin);
+  const YamlReader r(where);
+  Node root = load_yaml_text(yaml_text, origin);
   if (root.IsMap() && root.size() == 1 && root["sim"]) root = root["sim"];
   SimConfig c;
-  if (root.IsNull()) {
-    set_speeds(c, preset_speeds("uniform", c.nodes));
-    return c;
-  }
-  p.only_keys(root, "sim", {"nodes", "seed", "profile", "events", "workload", "max_steps"});
-  const bool nodes_given = bool(root["nodes"]);
-  if (nodes_given) {
-    const int64_t n = p.integer(root["nodes"], "sim.nodes");
-    if (n < 1 || n > kMaxNodes)
-      p.fail("sim.nodes", "expected 1.." + std::to_string(kMaxNodes) + ", got " + std::to_string(n));
-    c.nodes = int32_t(n);
-  }
-  if (root["seed"]) {
-    const int64_t s = p.integer(root["seed"], "sim.seed");
-    if (s < 0) p.fail("sim.seed", "expected >= 0");
-    c.seed = uint64_t(s);
-  }
-  if (root["max_steps"]) {
-    c.max_steps = p.integer(root["max_steps"], "sim.max_steps");
-    if (c.max_steps < 0) p.fail("sim.max_steps", "expected >= 0 (0 = no limit)");
-  }
-  if (root["workload"]) parse_workload(p, root["workload"], c.workload);
-  if (root["profile"]) {
-    parse_profile(p, root["profile"], root["workload"], nodes_given, c);
+  // Keys that depend on others (profile on nodes, seed and workload; events on the node count)
+  // are read after the section, whatever their order in the text.
+  bool nodes_given = false;
+  std::optional<Node> workload, profile, events;
+  r.section(root, "sim",
+            {{"nodes",
+              [&](const Node& v, const Path& p) {
+                const int64_t n = r.integer(v, p);
+                r.require(n >= 1 && n <= kMaxNodes, v, p, "must be in 1.." + std::to_string(kMaxNodes));
+                c.nodes = int32_t(n);
+                nodes_given = true;
+              }},
+             {"seed", [&](const Node& v, const Path& p) { c.seed = r.unsigned_integer(v, p); }},
+             {"max_steps",
+              [&](const Node& v, const Path& p) {
+                c.max_steps = r.integer(v, p);
+                r.require(c.max_steps >= 0, v, p, "must be >= 0 (0 = no limit)");
+              }},
+             {"workload",
+              [&](const Node& v, const Path& p) {
+                r.section(v, p, workload_fields(r, c.workload));
+                workload = v;
+              }},
+             {"profile", keep(profile)},
+             {"events", keep(events)}});
+  if (profile) {
+    parse_profile(r, *profile, "sim.profile", workload.value_or(Node()), nodes_given, c);
   } else {
     set_speeds(c, preset_speeds("uniform", c.nodes));
   }
-  if (root["events"]) parse_events(p, root["events"], c);
+  if (events) {
+    r.list(*events, "sim.events",
+           [&](const Node& v, const Path& p) { c.events.push_back(parse_event(r, v, p, c.nodes)); });
+  }
+  std::stable_sort(c.events.begin(), c.events.end(),
+                   [](const SimEvent& a, const SimEvent& b) { return a.at_step < b.at_step; });
   return c;
 }
 

@@ -80,11 +80,12 @@ int run_bench_allreduce(const BenchAllreduceCommand& cmd, int* argc, char*** arg
   const int n = mpi.size(), rank = mpi.rank();
   // Device and backend as the trainer chooses them (train.device, backend).
   Config config;
-  config.train.device = cmd.device;
-  config.backend = cmd.backend;
   torch::Device grad_device(torch::kCPU);
-  std::string backend, error;
+  Backend backend = Backend::kMpi;
+  std::string error;
   try {
+    config.train.device = parse_choice<DeviceChoice>(cmd.device, "--device");
+    config.backend = parse_choice<Backend>(cmd.backend, "--backend");
     grad_device = choose_device(config, runtime.local_rank());
   } catch (const std::exception& e) {
     error = e.what();

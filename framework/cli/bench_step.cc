@@ -59,7 +59,7 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
     bare->to(device);
     if (config.train.channels_last) to_channels_last(*bare);
     auto bare_opt = make_optimizer(config.train, bare->parameters());
-    const bool fp16 = config.train.precision == "fp16";
+    const bool fp16 = config.train.precision == Precision::kFp16;
     const double kBareScale = 65536.0;
     auto found_inf = torch::zeros({1}, torch::TensorOptions().device(device));
     const auto inv_scale = torch::full({1}, 1.0 / kBareScale, torch::TensorOptions().device(device));
@@ -104,9 +104,10 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
         "# dynamix bench step: model %s, batch %lld, optimizer %s, device %s, precision %s%s, %d threads, %d "
         "x %d "
         "steps\n",
-        config.model.c_str(), static_cast<long long>(b), config.train.optimizer.c_str(), device.str().c_str(),
-        config.train.precision.c_str(), config.train.channels_last ? ", channels_last" : "",
-        torch::get_num_threads(), cmd.repeats, cmd.steps);
+        config.model.c_str(), static_cast<long long>(b), choice_name(config.train.optimizer),
+        device.str().c_str(), choice_name(config.train.precision),
+        config.train.channels_last ? ", channels_last" : "", torch::get_num_threads(), cmd.repeats,
+        cmd.steps);
     std::printf("%-12s %12s %14s\n", "loop", "step(ms)", "samples/s");
     std::printf("%-12s %12.3f %14.1f\n", "dynamix", f * 1e3, b / f);
     std::printf("%-12s %12.3f %14.1f\n", "bare", r * 1e3, b / r);

@@ -5,6 +5,7 @@
 #include "agent/ppo/pretrain.h"
 #include "bpf/monitor_cli.h"
 #include "framework/cli/commands.h"
+#include "framework/config/choices.h"
 
 int main(int argc, char** argv) {
   using namespace dynamix;
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
   b_ar->add_option("--device", ar.device, "where gradients live: cpu | cuda (node-local rank's GPU)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   b_ar->add_option("--backend", ar.backend, "auto (nccl for cuda where built) | mpi | nccl")
-      ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
+      ->check(CLI::IsMember(choice_names<Backend>()));
   BenchStepCommand st;
   auto* b_st = bench->add_subcommand("step", "framework step time vs a bare LibTorch loop (1 rank)");
   b_st->add_option("--config,-c", st.config, "YAML configuration (default: cnn on synthetic 1x28x28, b=64)");
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
   MonitorCliOptions mon;
   auto* m = app.add_subcommand("monitor", "live table of this machine's TCP flows and system metrics");
   m->add_option("--ebpf", mon.ebpf, "eBPF probes: auto | on | off")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+      ->check(CLI::IsMember(choice_names<EbpfMode>()));
   m->add_option("--interval", mon.interval_s, "seconds between refreshes")->check(CLI::PositiveNumber);
   m->add_option("--count", mon.count, "refreshes (0 = until interrupted)")->check(CLI::NonNegativeNumber);
   m->add_option("--pid", mon.pids, "watch only these processes (repeatable)");

@@ -10,8 +10,8 @@
 
 namespace dynamix {
 
-std::unique_ptr<Communicator> make_device_communicator(const std::string& backend, int device_index) {
-  if (backend != "nccl") return nullptr;
+std::unique_ptr<Communicator> make_device_communicator(Backend backend, int device_index) {
+  if (backend != Backend::kNccl) return nullptr;
 #if DYNAMIX_HAVE_NCCL
   return std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, device_index);
 #else

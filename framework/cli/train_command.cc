@@ -106,7 +106,7 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
   }
   if (!all_ok(comm, error)) return 2;
   const bool shared = ranks_share_a_gpu(comm, device);
-  std::string backend;
+  Backend backend = Backend::kMpi;
   try {
     backend = choose_backend(config, device, shared);
   } catch (const std::exception& e) {

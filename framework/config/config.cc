@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "framework/config/yaml_reader.h"
 #include "framework/core/error.h"
+#include "framework/core/yaml_reader.h"
 
 namespace dynamix {
 namespace {
@@ -22,6 +22,12 @@ std::string fmt(double v) {
   std::ostringstream os;
   os << v;
   return os.str();
+}
+
+// One enumerated key: the reader's error names the key, the file and the allowed spellings.
+template <class E>
+E read_choice(const YamlReader& r, const Node& v, const Path& p) {
+  return parse_choice<E>(r.choice(v, p, choice_names<E>()), p);
 }
 
 Fields dataset_fields(DatasetConfig& d, const YamlReader& r) {
@@ -97,19 +103,13 @@ Fields train_fields(TrainConfig& t, const YamlReader& r) {
          t.lr = r.number(v, p);
          r.require(t.lr > 0, v, p, "must be > 0");
        }},
-      {"device",
-       [&](const Node& v, const Path& p) {
-         t.device = r.choice(v, p, {"auto", "cpu", "cuda"});
-       }},
+      {"device", [&](const Node& v, const Path& p) { t.device = read_choice<DeviceChoice>(r, v, p); }},
       {"precision",
        [&](const Node& v, const Path& p) {
          // fp16 is for CUDA (checked when the device is known); its gradients need loss scaling.
-         t.precision = r.choice(v, p, {"fp32", "bf16", "fp16"});
+         t.precision = read_choice<Precision>(r, v, p);
        }},
-      {"loss_scale",
-       [&](const Node& v, const Path& p) {
-         t.loss_scale = r.choice(v, p, {"auto", "dynamic", "none"});
-       }},
+      {"loss_scale", [&](const Node& v, const Path& p) { t.loss_scale = read_choice<LossScaling>(r, v, p); }},
       {"loss_scale_init",
        [&](const Node& v, const Path& p) {
          t.loss_scale_init = r.number(v, p);
@@ -121,16 +121,10 @@ Fields train_fields(TrainConfig& t, const YamlReader& r) {
          t.loss_scale_growth_interval = r.integer(v, p);
          r.require(t.loss_scale_growth_interval >= 1, v, p, "must be >= 1");
        }},
-      {"loss",
-       [&](const Node& v, const Path& p) {
-         t.loss = r.choice(v, p, {"cross_entropy", "mse", "module"});
-       }},
+      {"loss", [&](const Node& v, const Path& p) { t.loss = read_choice<LossKind>(r, v, p); }},
       {"channels_last", [&](const Node& v, const Path& p) { t.channels_last = r.boolean(v, p); }},
       {"cudnn_benchmark", [&](const Node& v, const Path& p) { t.cudnn_benchmark = r.boolean(v, p); }},
-      {"optimizer",
-       [&](const Node& v, const Path& p) {
-         t.optimizer = r.choice(v, p, {"sgd", "adamw"});
-       }},
+      {"optimizer", [&](const Node& v, const Path& p) { t.optimizer = read_choice<Optimizer>(r, v, p); }},
       {"momentum",
        [&](const Node& v, const Path& p) {
          t.momentum = r.number(v, p);
@@ -142,10 +136,7 @@ Fields train_fields(TrainConfig& t, const YamlReader& r) {
          t.weight_decay = r.number(v, p);
          r.require(t.weight_decay >= 0, v, p, "must be >= 0");
        }},
-      {"lr_scaling",
-       [&](const Node& v, const Path& p) {
-         t.lr_scaling = r.choice(v, p, {"linear", "sqrt", "none"});
-       }},
+      {"lr_scaling", [&](const Node& v, const Path& p) { t.lr_scaling = read_choice<LrScaling>(r, v, p); }},
       {"warmup_steps",
        [&](const Node& v, const Path& p) {
          t.warmup_steps = r.integer(v, p);
@@ -185,10 +176,7 @@ Fields batch_fields(BatchConfig& b, const YamlReader& r) {
          r.require(b.min >= 1, v, p, "must be >= 1");
        }},
       {"max", [&](const Node& v, const Path& p) { b.max = r.int32(v, p); }},
-      {"global",
-       [&](const Node& v, const Path& p) {
-         b.global = r.choice(v, p, {"fixed", "adaptive"});
-       }},
+      {"global", [&](const Node& v, const Path& p) { b.global = read_choice<GlobalBatch>(r, v, p); }},
   };
 }
 
@@ -268,10 +256,7 @@ Fields hetero_fields(HeteroConfig& h, const YamlReader& r) {
 }
 
 Fields monitor_fields(MonitorConfig& m, const YamlReader& r) {
-  return {{"ebpf",
-           [&](const Node& v, const Path& p) {
-             m.ebpf = r.choice(v, p, {"auto", "on", "off"});
-           }},
+  return {{"ebpf", [&](const Node& v, const Path& p) { m.ebpf = read_choice<EbpfMode>(r, v, p); }},
           {"enabled", [&](const Node& v, const Path& p) { m.enabled = r.boolean(v, p); }}};
 }
 
@@ -283,9 +268,7 @@ Fields comm_fields(CommConfig& cc, const YamlReader& r) {
          r.require(cc.bucket_mb > 0 && cc.bucket_mb <= 4096, v, p, "must be in (0, 4096]");
        }},
       {"compression",
-       [&](const Node& v, const Path& p) {
-         cc.compression = r.choice(v, p, {"none", "fp16", "bf16", "hlc"});
-       }},
+       [&](const Node& v, const Path& p) { cc.compression = read_choice<Compression>(r, v, p); }},
       {"hlc_ratio",
        [&](const Node& v, const Path& p) {
          cc.hlc_ratio = r.number(v, p);
@@ -371,10 +354,7 @@ Fields top_fields(Config& c, const YamlReader& r) {
                              c.placement.bind = r.choice(b, q, {"auto", "none", "numa", "core"});
                            }}});
        }},
-      {"backend",
-       [&](const Node& v, const Path& p) {
-         c.backend = r.choice(v, p, {"auto", "nccl", "mpi"});
-       }},
+      {"backend", [&](const Node& v, const Path& p) { c.backend = read_choice<Backend>(r, v, p); }},
       {"comm", [&](const Node& v, const Path& p) { r.section(v, p, comm_fields(c.comm, r)); }},
       {"output", [&](const Node& v, const Path& p) { r.section(v, p, output_fields(c.output, r)); }},
       {"sim",

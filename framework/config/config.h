@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "framework/config/choices.h"
+
 namespace dynamix {
 
 struct DatasetConfig {
@@ -31,29 +33,29 @@ struct DatasetConfig {
 };
 
 struct TrainConfig {
-  double epochs = 1;              // may be fractional; the run ends at epochs or max_steps, whichever first
-  int64_t max_steps = 0;          // 0 = no step limit
-  double lr = 0.01;               // lr0 at the initial global batch B0
-  std::string optimizer = "sgd";  // sgd | adamw
-  double momentum = 0.9;          // sgd
-  bool nesterov = false;          // sgd
-  double weight_decay = 0.0;      // sgd (L2) and adamw (decoupled)
-  std::string lr_scaling = "linear";      // linear | sqrt | none: lr(B) = lr0 * f(B / B0)
-  int64_t warmup_steps = 0;               // linear warmup from 0 to lr(B)
-  std::optional<double> target_accuracy;  // in [0, 1]; time_to_target_s is recorded when reached
+  double epochs = 1;      // may be fractional; the run ends at epochs or max_steps, whichever first
+  int64_t max_steps = 0;  // 0 = no step limit
+  double lr = 0.01;       // lr0 at the initial global batch B0
+  Optimizer optimizer = Optimizer::kSgd;
+  double momentum = 0.9;                      // sgd
+  bool nesterov = false;                      // sgd
+  double weight_decay = 0.0;                  // sgd (L2) and adamw (decoupled)
+  LrScaling lr_scaling = LrScaling::kLinear;  // lr(B) = lr0 * f(B / B0)
+  int64_t warmup_steps = 0;                   // linear warmup from 0 to lr(B)
+  std::optional<double> target_accuracy;      // in [0, 1]; time_to_target_s is recorded when reached
   uint64_t seed = 42;
-  int64_t eval_every = 0;          // evaluate every N steps (0 = at epoch ends and at the end only)
-  std::string device = "auto";     // auto | cpu | cuda (the node-local rank's GPU)
-  std::string precision = "fp32";  // fp32 | bf16 | fp16 (autocast of forward; float32 weights; fp16 on CUDA)
-  bool channels_last = false;      // 4-D weights and inputs in channels_last (CNNs)
-  bool cudnn_benchmark = false;    // CUDA: let cuDNN time its algorithms per shape (LibTorch's default: off)
+  int64_t eval_every = 0;  // evaluate every N steps (0 = at epoch ends and at the end only)
+  DeviceChoice device = DeviceChoice::kAuto;  // cuda: the node-local rank's GPU
+  Precision precision = Precision::kFp32;     // autocast of forward; float32 weights; fp16 on CUDA
+  bool channels_last = false;                 // 4-D weights and inputs in channels_last (CNNs)
+  bool cudnn_benchmark = false;  // CUDA: let cuDNN time its algorithms per shape (LibTorch's default: off)
   // cross_entropy | mse (outputs against one-hot targets) | module (the model's forward(x, y)
   // returns its loss); see framework/train/objective.h.
-  std::string loss = "cross_entropy";
+  LossKind loss = LossKind::kCrossEntropy;
   // auto: dynamic with fp16, none otherwise. dynamic: the loss is multiplied by a scale S before
   // backward, gradients by 1/S while packed; a step whose averaged gradient is not finite is
   // skipped and S halved; S doubles after loss_scale_growth_interval finite steps in a row.
-  std::string loss_scale = "auto";  // auto | dynamic | none
+  LossScaling loss_scale = LossScaling::kAuto;
   double loss_scale_init = 65536.0;
   int64_t loss_scale_growth_interval = 2000;
 };
@@ -62,14 +64,16 @@ struct BatchConfig {
   std::vector<int32_t> init = {32};  // one value (every rank) or one per rank
   int32_t min = 1;
   int32_t max = 1024;
-  std::string global = "fixed";  // fixed | adaptive: whether policies must keep sum b_i constant
+  GlobalBatch global = GlobalBatch::kFixed;  // whether policies must keep sum b_i constant
 };
 
 struct PolicyConfig {
-  std::string name = "static";  // static | proportional | gns | dynamix
-  int64_t window = 20;          // decision window in steps
-  std::string checkpoint;       // dynamix: policy file; empty = the shipped policy; "none" = from scratch
-  bool learn = false;           // dynamix: fine-tune online (false: inference only)
+  // static | proportional | gns | dynamix: a name, not an enum: policies are a registry the agent
+  // library owns (make_baseline_policy, the simulator's --policies), and it knows no config.
+  std::string name = "static";
+  int64_t window = 20;     // decision window in steps
+  std::string checkpoint;  // dynamix: policy file; empty = the shipped policy; "none" = from scratch
+  bool learn = false;      // dynamix: fine-tune online (false: inference only)
 };
 
 struct HeteroEvent {
@@ -87,8 +91,8 @@ struct HeteroConfig {
 };
 
 struct MonitorConfig {
-  std::string ebpf = "auto";  // auto | on | off
-  bool enabled = true;        // false: no system/network probes at all (monitor_source "none")
+  EbpfMode ebpf = EbpfMode::kAuto;
+  bool enabled = true;  // false: no system/network probes at all (monitor_source "none")
 };
 
 struct PlacementConfig {
@@ -98,16 +102,16 @@ struct PlacementConfig {
 };
 
 struct CommConfig {
-  double bucket_mb = 25.0;               // fused bucket size
-  bool overlap = true;                   // reduce buckets during backward (autograd hooks + comm thread)
-  std::string compression = "none";      // none | fp16 | bf16 | hlc
-  double hlc_ratio = 1.5;                // hlc: count-sketch cells per union entry
-  bool hlc_auto = true;                  // hlc: go dense per bucket when compression would not pay
-  double hlc_max_bytes_fraction = 0.5;   // hlc: compress only below this fraction of dense bytes
-  bool watchdog = true;                  // bound collectives and detect lost ranks (multi-rank runs)
-  double timeout_s = 300;                // longest any one collective may take
-  double heartbeat_timeout_s = 30;       // silence after which a rank counts as lost
-  std::string watchdog_interface;        // the watchdog's network interface ("" = any that is up)
+  double bucket_mb = 25.0;  // fused bucket size
+  bool overlap = true;      // reduce buckets during backward (autograd hooks + comm thread)
+  Compression compression = Compression::kNone;
+  double hlc_ratio = 1.5;               // hlc: count-sketch cells per union entry
+  bool hlc_auto = true;                 // hlc: go dense per bucket when compression would not pay
+  double hlc_max_bytes_fraction = 0.5;  // hlc: compress only below this fraction of dense bytes
+  bool watchdog = true;                 // bound collectives and detect lost ranks (multi-rank runs)
+  double timeout_s = 300;               // longest any one collective may take
+  double heartbeat_timeout_s = 30;      // silence after which a rank counts as lost
+  std::string watchdog_interface;       // the watchdog's network interface ("" = any that is up)
   std::string watchdog_family = "auto";  // auto | ipv4 | ipv6
 };
 
@@ -129,7 +133,7 @@ struct Config {
   PolicyConfig policy;
   HeteroConfig hetero;
   MonitorConfig monitor;
-  std::string backend = "auto";  // auto | nccl | mpi
+  Backend backend = Backend::kAuto;
   CommConfig comm;
   PlacementConfig placement;
   OutputConfig output;

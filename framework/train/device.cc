@@ -30,10 +30,10 @@ bool nccl_built() {
 }
 
 torch::Device choose_device(const Config& config, int gpu_slot) {
-  const std::string& want = config.train.device;
+  const DeviceChoice want = config.train.device;
   const int devices = cuda_devices();
   torch::Device device = torch::kCPU;
-  if (want == "cuda" || (want == "auto" && devices > 0)) {
+  if (want == DeviceChoice::kCuda || (want == DeviceChoice::kAuto && devices > 0)) {
     if (devices == 0) {
       throw Error(std::string("train.device: cuda, but ") +
                   (at::hasCUDA() ? "LibTorch sees no CUDA device (driver, CUDA_VISIBLE_DEVICES?)"
@@ -41,10 +41,8 @@ torch::Device choose_device(const Config& config, int gpu_slot) {
                   "; use train.device: cpu or auto");
     }
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(gpu_slot % devices));
-  } else if (want != "cpu" && want != "auto") {
-    throw Error("train.device: unknown device '" + want + "' (auto | cpu | cuda)");
   }
-  if (config.train.precision == "fp16" && !device.is_cuda()) {
+  if (config.train.precision == Precision::kFp16 && !device.is_cuda()) {
     throw Error("train.precision: fp16 needs a CUDA device (this rank trains on the CPU); use bf16 or fp32");
   }
   if (device.is_cuda() && !config.hetero.memory_mb.empty()) {
@@ -55,23 +53,21 @@ torch::Device choose_device(const Config& config, int gpu_slot) {
   return device;
 }
 
-std::string choose_backend(const Config& config, const torch::Device& device, bool gpu_shared) {
-  const std::string& backend = config.backend;
-  if (backend == "nccl") {
-    if (!device.is_cuda())
-      throw Error("backend: nccl needs train.device: cuda (this rank trains on the CPU); use mpi");
-    if (!nccl_built())
-      throw Error("backend: nccl, but this build has no NCCL (CUDA toolkit not found at configure time)");
-    if (gpu_shared) {
-      throw Error("backend: nccl needs a GPU per rank, but ranks of this node share " + device.str() + " (" +
-                  device_bus_id(device) +
-                  "); use backend: mpi (ranks may share a GPU) or start fewer ranks per node");
-    }
-    return "nccl";
+Backend choose_backend(const Config& config, const torch::Device& device, bool gpu_shared) {
+  if (config.backend == Backend::kAuto) {
+    return device.is_cuda() && nccl_built() && !gpu_shared ? Backend::kNccl : Backend::kMpi;
   }
-  if (backend == "auto") return device.is_cuda() && nccl_built() && !gpu_shared ? "nccl" : "mpi";
-  if (backend == "mpi") return "mpi";
-  throw Error("backend: unknown backend '" + backend + "' (auto | nccl | mpi)");
+  if (config.backend == Backend::kMpi) return Backend::kMpi;
+  if (!device.is_cuda())
+    throw Error("backend: nccl needs train.device: cuda (this rank trains on the CPU); use mpi");
+  if (!nccl_built())
+    throw Error("backend: nccl, but this build has no NCCL (CUDA toolkit not found at configure time)");
+  if (gpu_shared) {
+    throw Error("backend: nccl needs a GPU per rank, but ranks of this node share " + device.str() + " (" +
+                device_bus_id(device) +
+                "); use backend: mpi (ranks may share a GPU) or start fewer ranks per node");
+  }
+  return Backend::kNccl;
 }
 
 std::string device_bus_id(const torch::Device& device) {

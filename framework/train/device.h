@@ -25,7 +25,8 @@ torch::Device choose_device(const Config& config, int gpu_slot);
 
 // The backend for a rank on `device`; `gpu_shared`: another rank of the node uses the same GPU.
 // Throws dynamix::Error for nccl without a GPU, without NCCL in the build, or on a shared GPU.
-std::string choose_backend(const Config& config, const torch::Device& device, bool gpu_shared);
+// The answer is kNccl or kMpi.
+Backend choose_backend(const Config& config, const torch::Device& device, bool gpu_shared);
 
 // Whether two ranks of one node train on the same GPU (collective over `comm`; NCCL refuses two
 // ranks on one GPU).

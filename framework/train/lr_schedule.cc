@@ -3,16 +3,7 @@
 
 #include <cmath>
 
-#include "framework/core/error.h"
-
 namespace dynamix {
-
-LrScaling parse_lr_scaling(const std::string& name) {
-  if (name == "linear") return LrScaling::kLinear;
-  if (name == "sqrt") return LrScaling::kSqrt;
-  if (name == "none") return LrScaling::kNone;
-  throw Error("train.lr_scaling must be linear, sqrt or none, got '" + name + "'");
-}
 
 double LrSchedule::at(int64_t step, int64_t global_batch) const {
   const double ratio = static_cast<double>(global_batch) / static_cast<double>(base_batch);

@@ -3,13 +3,10 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
+
+#include "framework/config/choices.h"
 
 namespace dynamix {
-
-enum class LrScaling { kLinear, kSqrt, kNone };
-
-LrScaling parse_lr_scaling(const std::string& name);  // throws on unknown names
 
 struct LrSchedule {
   double lr0 = 0.01;       // at the reference global batch

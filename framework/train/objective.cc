@@ -100,7 +100,7 @@ void check_fit(const TrainConfig& train, const std::string& model_name, Model& m
   torch::Tensor out, loss;
   try {
     out = forward_logits(model, x, train);
-    if (train.loss == "module") loss = forward_own_loss(model, x, y, train);
+    if (train.loss == LossKind::kModule) loss = forward_own_loss(model, x, y, train);
     model.train(was_training);
   } catch (const std::exception& e) {
     model.train(was_training);
@@ -115,7 +115,7 @@ void check_fit(const TrainConfig& train, const std::string& model_name, Model& m
       out.is_floating_point() && out.dim() == y.dim() + 1 && out.sizes().slice(0, y.dim()) == y.sizes(),
       what + " returned " + layout(out) + " for a batch " + layout(x) + "; expected floating-point " +
           expected + " outputs");
-  const bool exact = train.loss == "mse";
+  const bool exact = train.loss == LossKind::kMse;
   DYNAMIX_CHECK(exact ? out.size(-1) == num_classes : out.size(-1) >= num_classes,
                 what + " returned " + std::to_string(out.size(-1)) + " outputs per " +
                     (classify ? "sample" : "token") + "; the data set has " + std::to_string(num_classes) +
@@ -148,20 +148,22 @@ void Objective::evaluate(Model& model, const torch::Tensor& inputs, const torch:
 std::unique_ptr<Objective> make_objective(const TrainConfig& train, const std::string& model_name,
                                           Model& model, const Batch& sample, int64_t num_classes) {
   std::unique_ptr<Objective> objective;
-  if (train.loss == "cross_entropy") {
-    objective = std::make_unique<CrossEntropy>(train);
-  } else if (train.loss == "mse") {
-    objective = std::make_unique<MeanSquared>(train);
-  } else if (train.loss == "module") {
-    DYNAMIX_CHECK(model.has_own_loss(),
-                  "train.loss: module needs a model whose forward(x, y) returns its loss; "
-                  "model '" +
-                      model_name +
-                      "' has none (a TorchScript module with forward(self, x, y: "
-                      "Optional[Tensor] = None) has)");
-    objective = std::make_unique<ModuleLoss>(train);
-  } else {
-    throw Error("train.loss: unknown loss '" + train.loss + "' (cross_entropy, mse or module)");
+  switch (train.loss) {
+    case LossKind::kCrossEntropy:
+      objective = std::make_unique<CrossEntropy>(train);
+      break;
+    case LossKind::kMse:
+      objective = std::make_unique<MeanSquared>(train);
+      break;
+    case LossKind::kModule:
+      DYNAMIX_CHECK(model.has_own_loss(),
+                    "train.loss: module needs a model whose forward(x, y) returns its loss; "
+                    "model '" +
+                        model_name +
+                        "' has none (a TorchScript module with forward(self, x, y: "
+                        "Optional[Tensor] = None) has)");
+      objective = std::make_unique<ModuleLoss>(train);
+      break;
   }
   check_fit(train, model_name, model, sample, num_classes);
   return objective;

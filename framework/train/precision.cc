@@ -57,15 +57,13 @@ void set_autocast_dtype(torch::DeviceType d, at::ScalarType t) {
 
 }  // namespace
 
-AutocastScope::AutocastScope(const std::string& precision, torch::DeviceType device) : device_(device) {
-  if (precision == "fp32") return;
-  DYNAMIX_CHECK(precision == "bf16" || precision == "fp16",
-                "train.precision: unknown precision '" + precision + "'");
-  DYNAMIX_CHECK(precision == "bf16" || device == torch::kCUDA,
+AutocastScope::AutocastScope(Precision precision, torch::DeviceType device) : device_(device) {
+  if (precision == Precision::kFp32) return;
+  DYNAMIX_CHECK(precision == Precision::kBf16 || device == torch::kCUDA,
                 "train.precision: fp16 autocast needs a CUDA device");
   previous_enabled_ = autocast_enabled(device_);
   previous_dtype_ = autocast_dtype(device_);
-  set_autocast_dtype(device_, precision == "fp16" ? at::kHalf : at::kBFloat16);
+  set_autocast_dtype(device_, precision == Precision::kFp16 ? at::kHalf : at::kBFloat16);
   set_autocast_enabled(device_, true);
   at::autocast::increment_nesting();
   active_ = true;

@@ -6,19 +6,17 @@
 
 #include <torch/torch.h>
 
-#include <string>
-
 #include "framework/config/config.h"
 #include "models/model.h"
 
 namespace dynamix {
 
 // While alive, eligible ops (matmuls, convolutions) on `device`'s type run in `precision`
-// ("bf16", or "fp16" on CUDA); "fp32" does nothing. Restores the previous autocast state and clears its cast
+// (bf16, or fp16 on CUDA); fp32 does nothing. Restores the previous autocast state and clears its cast
 // cache.
 class AutocastScope {
  public:
-  AutocastScope(const std::string& precision, torch::DeviceType device);
+  AutocastScope(Precision precision, torch::DeviceType device);
   ~AutocastScope();
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;

@@ -55,17 +55,17 @@ DatasetSpec dataset_spec(const DatasetConfig& d) {
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& t,
                                                         const std::vector<torch::Tensor>& params) {
-  if (t.optimizer == "sgd") {
-    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(t.lr)
-                                                           .momentum(t.momentum)
-                                                           .nesterov(t.nesterov)
-                                                           .weight_decay(t.weight_decay));
+  switch (t.optimizer) {
+    case Optimizer::kSgd:
+      return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(t.lr)
+                                                             .momentum(t.momentum)
+                                                             .nesterov(t.nesterov)
+                                                             .weight_decay(t.weight_decay));
+    case Optimizer::kAdamw:
+      return std::make_unique<torch::optim::AdamW>(
+          params, torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
   }
-  if (t.optimizer == "adamw") {
-    return std::make_unique<torch::optim::AdamW>(
-        params, torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
-  }
-  throw Error("train.optimizer: unknown optimizer '" + t.optimizer + "'");
+  throw Error("train.optimizer: unknown optimizer");
 }
 
 Trainer::Trainer(Config config, Communicator& comm, TrainOptions options)
@@ -90,7 +90,7 @@ void Trainer::setup() {
   }
   validate_for_world(config_, world_);
   device_ = choose_device(config_, options_.gpu >= 0 ? options_.gpu : options_.local_rank);
-  if (config_.backend == "nccl" && comm_.backend() != "nccl") {
+  if (config_.backend == Backend::kNccl && comm_.backend() != "nccl") {
     throw Error("backend: nccl, but the trainer was given a " + comm_.backend() + " communicator");
   }
   make_device_current(device_);
@@ -129,13 +129,14 @@ void Trainer::setup() {
 
   const auto& t = config_.train;
   LossScaleOptions scaling;
-  scaling.enabled = t.loss_scale == "dynamic" || (t.loss_scale == "auto" && t.precision == "fp16");
+  scaling.enabled = t.loss_scale == LossScaling::kDynamic ||
+                    (t.loss_scale == LossScaling::kAuto && t.precision == Precision::kFp16);
   scaling.init = t.loss_scale_init;
   scaling.growth_interval = t.loss_scale_growth_interval;
   scaler_ = LossScaler(scaling);
   optimizer_ = make_optimizer(t, model_->parameters());
   std::unique_ptr<GradientCodec> codec;
-  if (config_.comm.compression != "none") {
+  if (config_.comm.compression != Compression::kNone) {
     CodecOptions o;
     o.hlc_ratio = config_.comm.hlc_ratio;
     o.hlc_auto = config_.comm.hlc_auto;
@@ -176,18 +177,18 @@ void Trainer::setup() {
   plan_ = initial_batches(config_, world_);
   bounds_.min = config_.batch.min;
   bounds_.max.assign(static_cast<size_t>(world_), config_.batch.max);
-  bounds_.fixed_global = config_.batch.global == "fixed";
+  bounds_.fixed_global = config_.batch.global == GlobalBatch::kFixed;
   bounds_.global_batch = std::accumulate(plan_.begin(), plan_.end(), 0);
   lr_.lr0 = t.lr;
   lr_.base_batch = bounds_.global_batch;
-  lr_.scaling = parse_lr_scaling(t.lr_scaling);
+  lr_.scaling = t.lr_scaling;
   lr_.warmup_steps = t.warmup_steps;
 
   progress_.world_size = world_;
   progress_.plan = plan_;
   progress_.base_batch = bounds_.global_batch;
   progress_.model = config_.model;
-  progress_.optimizer = t.optimizer;
+  progress_.optimizer = choice_name(t.optimizer);
   progress_.policy = config_.policy.name;
   set_total_steps_hint(bounds_.global_batch);
 }
@@ -220,7 +221,7 @@ void Trainer::prepare() {
     if (size < 0) throw Error(rank_ == 0 ? error : "checkpoint unreadable on rank 0");
     payload.resize(static_cast<size_t>(size));
     comm_.broadcast(payload.data(), payload.size(), DType::kUInt8, 0);
-    progress_ = decode_checkpoint(payload, *model_, *optimizer_, path, config_.train.optimizer);
+    progress_ = decode_checkpoint(payload, *model_, *optimizer_, path, choice_name(config_.train.optimizer));
     sampler_->set_position(progress_.epoch, progress_.cursor);
     if (progress_.world_size == world_) {
       plan_ = progress_.plan;
@@ -618,9 +619,9 @@ void Trainer::write_step_metrics(const StepState& s, const StepExchange& ex, dou
                               {"overlap", s.overlapped},
                               {"busy_s", last_reduce_.comm_s}};
 
-  if (config_.comm.compression != "none") {
+  if (config_.comm.compression != Compression::kNone) {
     const CodecStats& c = last_reduce_.codec;
-    comm_line["codec"] = config_.comm.compression;
+    comm_line["codec"] = choice_name(config_.comm.compression);
     comm_line["path"] = c.path;  // what the automatic choice picked for the last bucket
     comm_line["union_density"] = c.union_density;
     comm_line["peeled_fraction"] = c.peeled_fraction;

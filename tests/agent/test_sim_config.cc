@@ -74,7 +74,29 @@ TEST(SimConfigTest, ErrorsNameTheKey) {
   EXPECT_NE(error_of("profile: nosuch").find("unknown preset"), std::string::npos);
   EXPECT_NE(error_of("profile: {fit: /nonexistent/metrics.jsonl}").find("/nonexistent/metrics.jsonl"),
             std::string::npos);
-  EXPECT_NE(error_of("sim: [1, 2").find("invalid YAML"), std::string::npos);
+  EXPECT_NE(error_of("sim: [1, 2").find("YAML syntax error"), std::string::npos);
+  // The config reader's strictness: unknown keys anywhere, quoted numbers, duplicate keys.
+  EXPECT_NE(
+      error_of("profile: {classes: [{count: 2, speed: 1, sped: 2}]}").find("sim.profile.classes[0].sped"),
+      std::string::npos);
+  EXPECT_NE(error_of("events: [{at_step: 1, rank: 0, slowdown: 2, during: 3}]").find("sim.events[0].during"),
+            std::string::npos);
+  EXPECT_EQ(error_of("seed: '5'"), "sim: 'sim.seed' must be a non-negative integer, got the string '5'");
+  EXPECT_NE(error_of("{nodes: 4, nodes: 5}").find("duplicate key 'sim.nodes'"), std::string::npos);
+}
+
+// Keys are read in dependency order whatever their order in the text.
+TEST(SimConfigTest, KeyOrderDoesNotMatter) {
+  const SimConfig a = parse_sim_config(
+      "{events: [{at_step: 3, rank: 7, slowdown: 2}], profile: {random: {min_speed: 0.5, max_speed: 1}}, "
+      "workload: {beta_s: 0.001}, seed: 9, nodes: 8}");
+  const SimConfig b = parse_sim_config(
+      "{nodes: 8, seed: 9, workload: {beta_s: 0.001}, profile: {random: {min_speed: 0.5, max_speed: 1}}, "
+      "events: [{at_step: 3, rank: 7, slowdown: 2}]}");
+  EXPECT_EQ(a.beta_s, b.beta_s);
+  EXPECT_EQ(a.alpha_s, b.alpha_s);
+  ASSERT_EQ(a.events.size(), 1u);
+  EXPECT_EQ(a.events[0].ranks, b.events[0].ranks);
 }
 
 class SimFitTest : public ::testing::Test {

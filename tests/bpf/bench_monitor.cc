@@ -7,7 +7,7 @@
 
 namespace {
 
-void run(benchmark::State& state, const char* mode, const char* want) {
+void run(benchmark::State& state, dynamix::EbpfMode mode, const char* want) {
   std::unique_ptr<dynamix::Monitor> mon;
   try {
     mon = dynamix::Monitor::create(mode, {int(::getpid())}, 0);
@@ -23,8 +23,8 @@ void run(benchmark::State& state, const char* mode, const char* want) {
   state.SetLabel(mon->source() + ", " + std::to_string(mon->last_net().flows.size()) + " flows");
 }
 
-void BM_SampleEbpf(benchmark::State& state) { run(state, "on", "ebpf"); }
-void BM_SampleProcfs(benchmark::State& state) { run(state, "off", "procfs"); }
+void BM_SampleEbpf(benchmark::State& state) { run(state, dynamix::EbpfMode::kOn, "ebpf"); }
+void BM_SampleProcfs(benchmark::State& state) { run(state, dynamix::EbpfMode::kOff, "procfs"); }
 BENCHMARK(BM_SampleEbpf)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SampleProcfs)->Unit(benchmark::kMicrosecond);
 

@@ -19,17 +19,8 @@
 namespace dynamix {
 namespace {
 
-TEST(Monitor, RejectsUnknownMode) {
-  try {
-    Monitor::create("maybe", {}, -1);
-    FAIL() << "expected dynamix::Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("monitor.ebpf"), std::string::npos) << e.what();
-  }
-}
-
 TEST(Monitor, OffUsesProcfs) {
-  auto mon = Monitor::create("off", {}, -1);
+  auto mon = Monitor::create(EbpfMode::kOff, {}, -1);
   EXPECT_EQ(mon->source(), "procfs");
   EXPECT_NE(mon->fallback_reason().find("off"), std::string::npos);
 }
@@ -37,10 +28,10 @@ TEST(Monitor, OffUsesProcfs) {
 TEST(Monitor, OnUsesEbpfAndReportsRates) {
   const std::string skip = test::ebpf_skip_reason();
   if (!skip.empty()) GTEST_SKIP() << skip;
-  auto mon = Monitor::create("on", {int(::getpid())}, -1);
+  auto mon = Monitor::create(EbpfMode::kOn, {int(::getpid())}, -1);
   EXPECT_EQ(mon->source(), "ebpf");
   EXPECT_TRUE(mon->fallback_reason().empty());
-  auto aut = Monitor::create("auto", {int(::getpid())}, -1);
+  auto aut = Monitor::create(EbpfMode::kAuto, {int(::getpid())}, -1);
   EXPECT_EQ(aut->source(), "ebpf");
   test::TcpPair pair("127.0.0.1");
   ASSERT_EQ(pair.transfer(1000000, 10.0), 1000000u);
@@ -71,14 +62,14 @@ TEST(Monitor, UnprivilegedAutoFallsBackAndOnErrors) {
       ::_exit(10);
     }
     try {
-      auto mon = Monitor::create("auto", {}, -1);
+      auto mon = Monitor::create(EbpfMode::kAuto, {}, -1);
       if (mon->source() != "procfs") ::_exit(11);
       if (mon->fallback_reason().find("eBPF") == std::string::npos) ::_exit(12);
     } catch (...) {
       ::_exit(13);
     }
     try {
-      Monitor::create("on", {}, -1);
+      Monitor::create(EbpfMode::kOn, {}, -1);
       ::_exit(14);
     } catch (const Error& e) {
       std::fprintf(stderr, "ON-ERROR: %s\n", e.what());

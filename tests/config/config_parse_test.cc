@@ -4,6 +4,7 @@
 
 #include "framework/config/config.h"
 #include "framework/core/error.h"
+#include "tests/test_util.h"
 
 namespace dynamix {
 namespace {
@@ -101,27 +102,27 @@ void expect_full(const Config& c) {
   EXPECT_DOUBLE_EQ(c.train.epochs, 2.5);
   EXPECT_EQ(c.train.max_steps, 300);
   EXPECT_DOUBLE_EQ(c.train.lr, 0.2);
-  EXPECT_EQ(c.train.optimizer, "adamw");
+  EXPECT_EQ(c.train.optimizer, Optimizer::kAdamw);
   EXPECT_DOUBLE_EQ(c.train.momentum, 0.5);
   EXPECT_TRUE(c.train.nesterov);
   EXPECT_DOUBLE_EQ(c.train.weight_decay, 0.0005);
-  EXPECT_EQ(c.train.lr_scaling, "sqrt");
+  EXPECT_EQ(c.train.lr_scaling, LrScaling::kSqrt);
   EXPECT_EQ(c.train.warmup_steps, 10);
   ASSERT_TRUE(c.train.target_accuracy.has_value());
   EXPECT_DOUBLE_EQ(*c.train.target_accuracy, 0.9);
   EXPECT_EQ(c.train.seed, 18446744073709551615ull);
   EXPECT_EQ(c.train.eval_every, 25);
-  EXPECT_EQ(c.train.device, "cuda");
-  EXPECT_EQ(c.train.precision, "fp16");
+  EXPECT_EQ(c.train.device, DeviceChoice::kCuda);
+  EXPECT_EQ(c.train.precision, Precision::kFp16);
   EXPECT_TRUE(c.train.channels_last);
   EXPECT_TRUE(c.train.cudnn_benchmark);
-  EXPECT_EQ(c.train.loss_scale, "none");
+  EXPECT_EQ(c.train.loss_scale, LossScaling::kNone);
   EXPECT_DOUBLE_EQ(c.train.loss_scale_init, 1024);
   EXPECT_EQ(c.train.loss_scale_growth_interval, 50);
   EXPECT_EQ(c.batch.init, (std::vector<int32_t>{16, 32, 48}));
   EXPECT_EQ(c.batch.min, 4);
   EXPECT_EQ(c.batch.max, 256);
-  EXPECT_EQ(c.batch.global, "adaptive");
+  EXPECT_EQ(c.batch.global, GlobalBatch::kAdaptive);
   EXPECT_EQ(c.policy.name, "dynamix");
   EXPECT_EQ(c.policy.window, 7);
   EXPECT_EQ(c.policy.checkpoint, "runs/p/policy.pt");
@@ -137,11 +138,11 @@ void expect_full(const Config& c) {
   EXPECT_EQ(c.hetero.events[1].rank, 2);
   EXPECT_FALSE(c.hetero.events[1].slowdown.has_value());
   EXPECT_EQ(c.hetero.events[1].bandwidth_mbps, 50.0);
-  EXPECT_EQ(c.monitor.ebpf, "off");
+  EXPECT_EQ(c.monitor.ebpf, EbpfMode::kOff);
   EXPECT_FALSE(c.monitor.enabled);
-  EXPECT_EQ(c.backend, "mpi");
+  EXPECT_EQ(c.backend, Backend::kMpi);
   EXPECT_DOUBLE_EQ(c.comm.bucket_mb, 4.5);
-  EXPECT_EQ(c.comm.compression, "hlc");
+  EXPECT_EQ(c.comm.compression, Compression::kHlc);
   EXPECT_DOUBLE_EQ(c.comm.hlc_ratio, 2.5);
   EXPECT_FALSE(c.comm.hlc_auto);
   EXPECT_DOUBLE_EQ(c.comm.hlc_max_bytes_fraction, 0.3);
@@ -171,11 +172,11 @@ void expect_defaults(const Config& c) {
   EXPECT_EQ(c.train.lr, d.train.lr);
   EXPECT_EQ(c.train.optimizer, d.train.optimizer);
   EXPECT_EQ(c.train.seed, d.train.seed);
-  EXPECT_EQ(c.train.device, "auto");
-  EXPECT_EQ(c.train.precision, "fp32");
+  EXPECT_EQ(c.train.device, DeviceChoice::kAuto);
+  EXPECT_EQ(c.train.precision, Precision::kFp32);
   EXPECT_FALSE(c.train.channels_last);
   EXPECT_FALSE(c.train.cudnn_benchmark);
-  EXPECT_EQ(c.train.loss_scale, "auto");
+  EXPECT_EQ(c.train.loss_scale, LossScaling::kAuto);
   EXPECT_DOUBLE_EQ(c.train.loss_scale_init, 65536);
   EXPECT_EQ(c.train.loss_scale_growth_interval, 2000);
   EXPECT_FALSE(c.train.target_accuracy.has_value());
@@ -187,9 +188,9 @@ void expect_defaults(const Config& c) {
   EXPECT_EQ(c.policy.window, d.policy.window);
   EXPECT_TRUE(c.hetero.slowdown.empty());
   EXPECT_TRUE(c.hetero.events.empty());
-  EXPECT_EQ(c.monitor.ebpf, "auto");
+  EXPECT_EQ(c.monitor.ebpf, EbpfMode::kAuto);
   EXPECT_TRUE(c.monitor.enabled);
-  EXPECT_EQ(c.backend, "auto");
+  EXPECT_EQ(c.backend, Backend::kAuto);
   EXPECT_EQ(c.comm.bucket_mb, d.comm.bucket_mb);
   EXPECT_EQ(c.output.dir, d.output.dir);
   EXPECT_FALSE(c.output.sample_log);
@@ -231,6 +232,29 @@ TEST(ConfigParse, ScalarBatchInitAndIntegerForNumber) {
 TEST(ConfigParse, NullTargetAccuracyMeansNone) {
   EXPECT_FALSE(parse_config("train: {target_accuracy: null}", kOrigin).train.target_accuracy);
   EXPECT_FALSE(parse_config("train: {target_accuracy: ~}", kOrigin).train.target_accuracy);
+}
+
+// Each enumerated key's table: every spelling parses to a value that prints the same spelling
+// (summary.json, checkpoints and logs write choice_name), and an unknown one lists the allowed.
+template <class E>
+void expect_round_trip(const std::string& allowed) {
+  for (const std::string& name : choice_names<E>())
+    EXPECT_EQ(choice_name(parse_choice<E>(name, "key")), name);
+  EXPECT_EQ(testing::error_of([] { parse_choice<E>("bogus", "a.key"); }),
+            "'a.key' must be one of " + allowed + ", got 'bogus'");
+}
+
+TEST(ConfigChoices, NamesRoundTrip) {
+  expect_round_trip<Optimizer>("sgd|adamw");
+  expect_round_trip<LrScaling>("linear|sqrt|none");
+  expect_round_trip<DeviceChoice>("auto|cpu|cuda");
+  expect_round_trip<Precision>("fp32|bf16|fp16");
+  expect_round_trip<LossKind>("cross_entropy|mse|module");
+  expect_round_trip<LossScaling>("auto|dynamic|none");
+  expect_round_trip<GlobalBatch>("fixed|adaptive");
+  expect_round_trip<EbpfMode>("auto|on|off");
+  expect_round_trip<Compression>("none|fp16|bf16|hlc");
+  expect_round_trip<Backend>("auto|nccl|mpi");
 }
 
 TEST(ConfigOverride, Scalar) {

@@ -56,7 +56,7 @@ TEST(CompressionInTrainer, Fp16HalvesTheWireBytesAndHlcPicksDense) {
   auto param = torch::ones({1000}, torch::requires_grad());
   param.mutable_grad() = torch::full({1000}, 0.5);
   GradBuckets dense({param}, 25.0, comm);
-  GradBuckets half({param}, 25.0, comm, make_codec("fp16"));
+  GradBuckets half({param}, 25.0, comm, make_codec(Compression::kFp16));
   const ReduceResult d = dense.reduce(0.25);
   param.mutable_grad().fill_(0.5);
   const ReduceResult h = half.reduce(0.25);
@@ -64,7 +64,7 @@ TEST(CompressionInTrainer, Fp16HalvesTheWireBytesAndHlcPicksDense) {
   EXPECT_EQ(h.wire_bytes, 2000u);
   EXPECT_EQ(h.codec.path, "fp16");
   EXPECT_FLOAT_EQ(param.grad()[0].item<float>(), 0.5f);  // 4 ranks x 0.25 x 0.5
-  GradBuckets hlc({param}, 25.0, comm, make_codec("hlc"));
+  GradBuckets hlc({param}, 25.0, comm, make_codec(Compression::kHlc));
   param.mutable_grad().fill_(0.5);
   const ReduceResult c = hlc.reduce(0.25);
   EXPECT_EQ(c.codec.path, "dense");  // a dense gradient: compression would not pay
@@ -77,7 +77,7 @@ TEST(CompressionInTrainer, EveryCodecWorksBehindTheWatchdogWrapper) {
   MpiCommunicator mpi;
   WatchedCommunicator comm(mpi, nullptr);
   for (const char* name : {"none", "fp16", "bf16", "hlc"}) {
-    auto codec = make_codec(name);
+    auto codec = make_codec(parse_choice<Compression>(name, "comm.compression"));
     std::vector<float> g(1000, 0.5f);
     g[3] = 0.25f * (comm.rank() + 1);
     CodecStats stats;

@@ -12,10 +12,10 @@ TEST(AutocastScope, Bf16CastsMatmulsInsideOnlyAndRestoresState) {
   const auto a = torch::randn({8, 8}), b = torch::randn({8, 8});
   EXPECT_EQ(torch::matmul(a, b).scalar_type(), torch::kFloat32);
   {
-    AutocastScope outer("bf16", torch::kCPU);
+    AutocastScope outer(Precision::kBf16, torch::kCPU);
     EXPECT_EQ(torch::matmul(a, b).scalar_type(), torch::kBFloat16);
     {
-      AutocastScope fp32("fp32", torch::kCPU);  // does nothing: still inside the bf16 scope
+      AutocastScope fp32(Precision::kFp32, torch::kCPU);  // does nothing: still inside the bf16 scope
       EXPECT_EQ(torch::matmul(a, b).scalar_type(), torch::kBFloat16);
     }
     EXPECT_EQ(torch::matmul(a, b).scalar_type(), torch::kBFloat16);
@@ -24,8 +24,8 @@ TEST(AutocastScope, Bf16CastsMatmulsInsideOnlyAndRestoresState) {
   EXPECT_EQ(torch::matmul(a, b).scalar_type(), torch::kFloat32);
 }
 
-TEST(AutocastScope, UnknownPrecisionIsAnError) {
-  EXPECT_THROW({ AutocastScope scope("fp8", torch::kCPU); }, Error);
+TEST(AutocastScope, Fp16OnTheCpuIsAnError) {
+  EXPECT_THROW({ AutocastScope scope(Precision::kFp16, torch::kCPU); }, Error);
 }
 
 ModelPtr small_cnn() {
@@ -84,7 +84,7 @@ TEST(Bf16Training, LossFallsAndWeightsStayFloat32) {
     opt.zero_grad();
     torch::Tensor loss;
     {
-      AutocastScope autocast("bf16", torch::kCPU);
+      AutocastScope autocast(Precision::kBf16, torch::kCPU);
       auto logits = model->forward(x);
       EXPECT_EQ(logits.scalar_type(), torch::kBFloat16);
       loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), y);

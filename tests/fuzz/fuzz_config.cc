@@ -39,15 +39,16 @@ std::string describe(const Config& c) {
   const auto& t = c.train;
   add(t.epochs), add(t.max_steps), add(t.lr), add(t.momentum), add(t.nesterov), add(t.weight_decay);
   add(t.warmup_steps), add(t.target_accuracy.value_or(-1)), add(t.seed), add(t.eval_every);
-  s += t.optimizer + "|" + t.lr_scaling + "|";
+  s += std::string(choice_name(t.optimizer)) + "|" + choice_name(t.lr_scaling) + "|";
   add_list(c.batch.init), add(c.batch.min), add(c.batch.max);
-  s += c.batch.global + "|" + c.policy.name + "|" + c.policy.checkpoint + "|";
+  s += std::string(choice_name(c.batch.global)) + "|" + c.policy.name + "|" + c.policy.checkpoint + "|";
   add(c.policy.window), add(c.policy.learn);
   add_list(c.hetero.slowdown), add_list(c.hetero.bandwidth_mbps), add_list(c.hetero.memory_mb);
   for (const auto& e : c.hetero.events) {
     add(e.at_step), add(e.rank), add(e.slowdown.value_or(-1)), add(e.bandwidth_mbps.value_or(-1));
   }
-  s += c.monitor.ebpf + "|" + c.backend + "|" + c.comm.compression + "|" + c.output.dir + "|";
+  s += std::string(choice_name(c.monitor.ebpf)) + "|" + choice_name(c.backend) + "|" +
+       choice_name(c.comm.compression) + "|" + c.output.dir + "|";
   add(c.monitor.enabled), add(c.comm.bucket_mb), add(c.output.checkpoint_every);
   add(c.comm.watchdog), add(c.comm.timeout_s), add(c.comm.heartbeat_timeout_s);
   s += c.comm.watchdog_interface + "|" + c.comm.watchdog_family + "|" + c.placement.bind + "|";

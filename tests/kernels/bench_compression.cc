@@ -65,10 +65,10 @@ int main(int argc, char** argv) {
 
   CodecOptions forced;
   forced.hlc_auto = false;
-  auto hlc = make_codec("hlc", forced);
-  auto hlc_auto = make_codec("hlc");
-  auto fp16 = make_codec("fp16");
-  auto bf16 = make_codec("bf16");
+  auto hlc = make_codec(Compression::kHlc, forced);
+  auto hlc_auto = make_codec(Compression::kHlc);
+  auto fp16 = make_codec(Compression::kFp16);
+  auto bf16 = make_codec(Compression::kBf16);
   if (comm.rank() == 0) {
     std::printf("ranks %d, %zu float32 elements (%.1f MB), %d iterations\n", comm.size(), n, 4e-6 * n, iters);
     std::printf(

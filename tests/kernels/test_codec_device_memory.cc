@@ -32,10 +32,10 @@ class Loopback final : public Communicator {
 };
 
 TEST(CodecDeviceMemory, OnlyHlcWithTheCudaKernelsTakesDeviceBuckets) {
-  EXPECT_FALSE(make_codec("none")->accepts_device_memory());
-  EXPECT_FALSE(make_codec("fp16")->accepts_device_memory());
-  EXPECT_FALSE(make_codec("bf16")->accepts_device_memory());
-  EXPECT_EQ(make_codec("hlc")->accepts_device_memory(), DYNAMIX_EXPECT_HLC_DEVICE != 0);
+  EXPECT_FALSE(make_codec(Compression::kNone)->accepts_device_memory());
+  EXPECT_FALSE(make_codec(Compression::kFp16)->accepts_device_memory());
+  EXPECT_FALSE(make_codec(Compression::kBf16)->accepts_device_memory());
+  EXPECT_EQ(make_codec(Compression::kHlc)->accepts_device_memory(), DYNAMIX_EXPECT_HLC_DEVICE != 0);
 }
 
 // One rank: every on-grid value is its own exact sum and off-grid values pass through the float
@@ -51,7 +51,7 @@ TEST(CodecDeviceMemory, HlcHostBucketStaysOnTheHostPath) {
   CodecOptions options;
   options.hlc_auto = false;
   options.hlc_ratio = 0.5;  // some entries do not peel
-  auto codec = make_codec("hlc", options);
+  auto codec = make_codec(Compression::kHlc, options);
   std::vector<float> out = grad;
   Loopback comm;
   CodecStats stats;

@@ -172,8 +172,8 @@ class HlcDevicePath : public ::testing::TestWithParam<std::string> {
 
   // One bucket through fresh codecs on both paths; returns the host path's statistics.
   CodecStats compare(const std::vector<float>& grad, const CodecOptions& options) {
-    auto host_codec = make_codec("hlc", options);
-    auto device_codec = make_codec("hlc", options);
+    auto host_codec = make_codec(Compression::kHlc, options);
+    auto device_codec = make_codec(Compression::kHlc, options);
     return compare(*host_codec, *device_codec, grad);
   }
   CodecStats compare(GradientCodec& host_codec, GradientCodec& device_codec, const std::vector<float>& grad) {
@@ -262,10 +262,10 @@ TEST_P(HlcDevicePath, SmallAndEmptyBuckets) {
 
 // One codec per path for many buckets: the device buffers grow, shrink in use and are reused.
 TEST_P(HlcDevicePath, OneCodecAcrossBucketSizes) {
-  auto host_codec = make_codec("hlc");
-  auto device_codec = make_codec("hlc");
-  auto host_forced = make_codec("hlc", forced());
-  auto device_forced = make_codec("hlc", forced());
+  auto host_codec = make_codec(Compression::kHlc);
+  auto device_codec = make_codec(Compression::kHlc);
+  auto host_forced = make_codec(Compression::kHlc, forced());
+  auto device_forced = make_codec(Compression::kHlc, forced());
   unsigned seed = 100;
   for (size_t n : {size_t{3000}, size_t{250000}, size_t{700}, size_t{90000}, size_t{400000}, size_t{5}}) {
     for (double density : {0.002, 0.05, 0.4}) {
@@ -294,8 +294,8 @@ TEST(HlcDeviceAndHostRanks, IssueTheSameCollectives) {
         SCOPED_TRACE("density " + std::to_string(density) + ", auto " + std::to_string(options.hlc_auto) +
                      ", ratio " + std::to_string(options.hlc_ratio));
         const std::vector<float> grad = sparse_grad(30011, density, specials, ++seed);
-        auto reference = make_codec("hlc", options);
-        auto mixed = make_codec("hlc", options);
+        auto reference = make_codec(Compression::kHlc, options);
+        auto mixed = make_codec(Compression::kHlc, options);
         const Outcome host = on_host(*reference, grad, comm);
         const Outcome run = device ? on_device(*mixed, grad, comm) : on_host(*mixed, grad, comm);
         expect_same(host, run, true);

@@ -28,12 +28,18 @@ class DenseCodec final : public GradientCodec {
 
 }  // namespace
 
-std::unique_ptr<GradientCodec> make_codec(const std::string& name, const CodecOptions& options) {
-  if (name == "none") return std::make_unique<DenseCodec>();
-  if (name == "fp16") return std::make_unique<HalfCodec>(false);
-  if (name == "bf16") return std::make_unique<HalfCodec>(true);
-  if (name == "hlc") return std::make_unique<HlcCodec>(options);
-  throw Error("comm.compression: unknown codec '" + name + "' (expected none | fp16 | bf16 | hlc)");
+std::unique_ptr<GradientCodec> make_codec(Compression compression, const CodecOptions& options) {
+  switch (compression) {
+    case Compression::kNone:
+      return std::make_unique<DenseCodec>();
+    case Compression::kFp16:
+      return std::make_unique<HalfCodec>(false);
+    case Compression::kBf16:
+      return std::make_unique<HalfCodec>(true);
+    case Compression::kHlc:
+      return std::make_unique<HlcCodec>(options);
+  }
+  throw Error("comm.compression: unknown codec " + std::to_string(static_cast<int>(compression)));
 }
 
 }  // namespace dynamix

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "framework/comm/communicator.h"
+#include "framework/config/choices.h"
 
 namespace dynamix {
 
@@ -45,7 +46,7 @@ class GradientCodec {
   virtual bool accepts_device_memory() const { return false; }
 };
 
-// `name` is the value of comm.compression; an unknown name throws dynamix::Error naming the key.
-std::unique_ptr<GradientCodec> make_codec(const std::string& name, const CodecOptions& options = {});
+// The codec comm.compression names.
+std::unique_ptr<GradientCodec> make_codec(Compression compression, const CodecOptions& options = {});
 
 }  // namespace dynamix

@@ -1,5 +1,5 @@
 // DYNAMIX — typed, path-aware reads from a yaml-cpp tree (see yaml_reader.h).
-#include "framework/config/yaml_reader.h"
+#include "framework/core/yaml_reader.h"
 
 #include <algorithm>
 #include <charconv>
