@@ -45,7 +45,7 @@ bool all_ok(Communicator& comm, const std::string& error) {
 // script fixes the network once, for every config).
 void watchdog_network(const CommConfig& comm, WatchdogOptions* w) {
   w->interface = comm.watchdog_interface;
-  w->family = comm.watchdog_family;
+  w->family = choice_name(comm.watchdog_family);  // a name: the environment may override it
   const char* ifname = std::getenv("DYNAMIX_SOCKET_IFNAME");
   if (ifname && *ifname) {
     w->interface = ifname;

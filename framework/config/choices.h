@@ -11,16 +11,19 @@
 
 namespace dynamix {
 
-enum class Optimizer { kSgd, kAdamw };                 // train.optimizer
-enum class LrScaling { kLinear, kSqrt, kNone };        // train.lr_scaling
-enum class DeviceChoice { kAuto, kCpu, kCuda };        // train.device
-enum class Precision { kFp32, kBf16, kFp16 };          // train.precision
-enum class LossKind { kCrossEntropy, kMse, kModule };  // train.loss
-enum class LossScaling { kAuto, kDynamic, kNone };     // train.loss_scale
-enum class GlobalBatch { kFixed, kAdaptive };          // batch.global
-enum class EbpfMode { kAuto, kOn, kOff };              // monitor.ebpf
-enum class Compression { kNone, kFp16, kBf16, kHlc };  // comm.compression
-enum class Backend { kAuto, kNccl, kMpi };             // backend
+enum class Optimizer { kSgd, kAdamw };                             // train.optimizer
+enum class LrScaling { kLinear, kSqrt, kNone };                    // train.lr_scaling
+enum class DeviceChoice { kAuto, kCpu, kCuda };                    // train.device
+enum class Precision { kFp32, kBf16, kFp16 };                      // train.precision
+enum class LossKind { kCrossEntropy, kMse, kModule };              // train.loss
+enum class LossScaling { kAuto, kDynamic, kNone };                 // train.loss_scale
+enum class GlobalBatch { kFixed, kAdaptive };                      // batch.global
+enum class EbpfMode { kAuto, kOn, kOff };                          // monitor.ebpf
+enum class Compression { kNone, kFp16, kBf16, kHlc };              // comm.compression
+enum class Backend { kAuto, kNccl, kMpi };                         // backend
+enum class PlacementBind { kAuto, kNone, kNuma, kCore };           // placement.bind
+enum class AddressFamily { kAuto, kIpv4, kIpv6 };                  // comm.watchdog_family
+enum class ProgressChoice { kAuto, kTty, kLines, kJson, kQuiet };  // output.progress
 
 template <class E>
 struct ChoiceName {
@@ -53,6 +56,13 @@ DYNAMIX_CHOICES(EbpfMode, {EbpfMode::kAuto, "auto"}, {EbpfMode::kOn, "on"}, {Ebp
 DYNAMIX_CHOICES(Compression, {Compression::kNone, "none"}, {Compression::kFp16, "fp16"},
                 {Compression::kBf16, "bf16"}, {Compression::kHlc, "hlc"});
 DYNAMIX_CHOICES(Backend, {Backend::kAuto, "auto"}, {Backend::kNccl, "nccl"}, {Backend::kMpi, "mpi"});
+DYNAMIX_CHOICES(PlacementBind, {PlacementBind::kAuto, "auto"}, {PlacementBind::kNone, "none"},
+                {PlacementBind::kNuma, "numa"}, {PlacementBind::kCore, "core"});
+DYNAMIX_CHOICES(AddressFamily, {AddressFamily::kAuto, "auto"}, {AddressFamily::kIpv4, "ipv4"},
+                {AddressFamily::kIpv6, "ipv6"});
+DYNAMIX_CHOICES(ProgressChoice, {ProgressChoice::kAuto, "auto"}, {ProgressChoice::kTty, "tty"},
+                {ProgressChoice::kLines, "lines"}, {ProgressChoice::kJson, "json"},
+                {ProgressChoice::kQuiet, "quiet"});
 #undef DYNAMIX_CHOICES
 
 // The config spelling of `value`.

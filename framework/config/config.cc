@@ -303,9 +303,7 @@ Fields comm_fields(CommConfig& cc, const YamlReader& r) {
                    v, p, "must be a network interface name (eth0, ib0, lo; at most 15 characters)");
        }},
       {"watchdog_family",
-       [&](const Node& v, const Path& p) {
-         cc.watchdog_family = r.choice(v, p, {"auto", "ipv4", "ipv6"});
-       }},
+       [&](const Node& v, const Path& p) { cc.watchdog_family = read_choice<AddressFamily>(r, v, p); }},
   };
 }
 
@@ -322,10 +320,7 @@ Fields output_fields(OutputConfig& o, const YamlReader& r) {
          r.require(o.checkpoint_every >= 0, v, p, "must be >= 0 (0 = at the end only)");
        }},
       {"sample_log", [&](const Node& v, const Path& p) { o.sample_log = r.boolean(v, p); }},
-      {"progress",
-       [&](const Node& v, const Path& p) {
-         o.progress = r.choice(v, p, {"auto", "tty", "lines", "json", "quiet"});
-       }},
+      {"progress", [&](const Node& v, const Path& p) { o.progress = read_choice<ProgressChoice>(r, v, p); }},
       {"progress_interval_s",
        [&](const Node& v, const Path& p) {
          o.progress_interval_s = r.number(v, p);
@@ -351,7 +346,7 @@ Fields top_fields(Config& c, const YamlReader& r) {
       {"placement",
        [&](const Node& v, const Path& p) {
          r.section(v, p, {{"bind", [&](const Node& b, const Path& q) {
-                             c.placement.bind = r.choice(b, q, {"auto", "none", "numa", "core"});
+                             c.placement.bind = read_choice<PlacementBind>(r, b, q);
                            }}});
        }},
       {"backend", [&](const Node& v, const Path& p) { c.backend = read_choice<Backend>(r, v, p); }},

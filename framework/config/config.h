@@ -98,7 +98,7 @@ struct MonitorConfig {
 struct PlacementConfig {
   // auto (bind unless the launcher already has) | none | numa (the GPU's NUMA node; CPU: a node
   // per rank) | core (a disjoint share of cores per rank of the node)
-  std::string bind = "auto";
+  PlacementBind bind = PlacementBind::kAuto;
 };
 
 struct CommConfig {
@@ -112,7 +112,7 @@ struct CommConfig {
   double timeout_s = 300;               // longest any one collective may take
   double heartbeat_timeout_s = 30;      // silence after which a rank counts as lost
   std::string watchdog_interface;       // the watchdog's network interface ("" = any that is up)
-  std::string watchdog_family = "auto";  // auto | ipv4 | ipv6
+  AddressFamily watchdog_family = AddressFamily::kAuto;  // auto | ipv4 | ipv6
 };
 
 struct OutputConfig {
@@ -121,7 +121,7 @@ struct OutputConfig {
   bool sample_log = false;       // debug: samples.jsonl, the dataset indices every rank trained on per step
   // Rank 0's console between evaluations (framework/train/progress.h): auto (tty on a terminal,
   // lines otherwise) | tty | lines | json | quiet.
-  std::string progress = "auto";
+  ProgressChoice progress = ProgressChoice::kAuto;
   double progress_interval_s = 10;  // lines and json: seconds between progress lines
 };
 

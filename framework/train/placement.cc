@@ -44,19 +44,19 @@ std::vector<Core> cores_of(const Topology& t, int node) {
 
 }  // namespace
 
-Placement plan_placement(const Topology& t, int local_rank, int local_size, const std::string& bind,
+Placement plan_placement(const Topology& t, int local_rank, int local_size, PlacementBind bind,
                          bool use_gpus) {
   Placement p;
   use_gpus = use_gpus && !t.gpus.empty();
   const std::vector<int> gpu_order = spread_gpus(t);
   if (use_gpus) p.gpu = gpu_order[static_cast<size_t>(local_rank) % gpu_order.size()];
-  if (bind == "none") return p;
+  if (bind == PlacementBind::kNone) return p;
 
   const int node = node_of(t, gpu_order, local_rank, use_gpus);
-  if (node < 0 && bind == "numa") return p;  // a GPU of unknown NUMA node: nothing to bind to
+  if (node < 0 && bind == PlacementBind::kNuma) return p;  // a GPU of unknown NUMA node: nothing to bind to
   std::vector<Core> cores = cores_of(t, node);
   if (cores.empty()) return p;
-  if (bind == "core") {
+  if (bind == PlacementBind::kCore) {
     // My block among the local ranks bound to the same node.
     int position = 0, sharing = 0;
     for (int q = 0; q < local_size; ++q) {
@@ -93,11 +93,12 @@ std::string cpu_list_text(std::vector<int> cpus) {
   return text;
 }
 
-std::string resolve_bind(const std::string& bind, bool use_gpus, size_t current, size_t allowed,
-                         int local_size) {
-  if (bind != "auto") return bind;
-  if (current < allowed || static_cast<size_t>(std::max(local_size, 1)) > allowed) return "none";
-  return use_gpus ? "numa" : "core";
+PlacementBind resolve_bind(PlacementBind bind, bool use_gpus, size_t current, size_t allowed,
+                           int local_size) {
+  if (bind != PlacementBind::kAuto) return bind;
+  if (current < allowed || static_cast<size_t>(std::max(local_size, 1)) > allowed)
+    return PlacementBind::kNone;
+  return use_gpus ? PlacementBind::kNuma : PlacementBind::kCore;
 }
 
 }  // namespace dynamix

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "framework/config/choices.h"
+
 namespace dynamix {
 
 struct Core {
@@ -42,7 +44,7 @@ struct Placement {
 // computing its own plan from the same topology gets a consistent share: with `core`, the ranks
 // bound to one NUMA node split its cores into disjoint contiguous blocks (shared round-robin only
 // when there are more ranks than cores).
-Placement plan_placement(const Topology& topology, int local_rank, int local_size, const std::string& bind,
+Placement plan_placement(const Topology& topology, int local_rank, int local_size, PlacementBind bind,
                          bool use_gpus);
 
 // "0-3,8,10-11" for sorted or unsorted CPU indices; "" for none.
@@ -52,7 +54,6 @@ std::string cpu_list_text(std::vector<int> cpus);
 // the launcher has already bound the process (`current` covers fewer than `allowed` CPUs) or the
 // node runs more ranks than it has CPUs (oversubscribed: pinning ranks to shared cores would take
 // the scheduler's balancing away from them), else numa on a GPU and core without one.
-std::string resolve_bind(const std::string& bind, bool use_gpus, size_t current, size_t allowed,
-                         int local_size);
+PlacementBind resolve_bind(PlacementBind bind, bool use_gpus, size_t current, size_t allowed, int local_size);
 
 }  // namespace dynamix

@@ -47,13 +47,20 @@ bool is_terminal_path(const std::string& p) {
 
 }  // namespace
 
-ProgressMode progress_mode(const std::string& name, bool terminal) {
-  if (name == "auto") return terminal ? ProgressMode::kTty : ProgressMode::kLines;
-  if (name == "tty") return ProgressMode::kTty;
-  if (name == "lines") return ProgressMode::kLines;
-  if (name == "json") return ProgressMode::kJson;
-  if (name == "quiet") return ProgressMode::kQuiet;
-  throw Error("output.progress must be one of auto|tty|lines|json|quiet, got '" + name + "'");
+ProgressMode progress_mode(ProgressChoice choice, bool terminal) {
+  switch (choice) {
+    case ProgressChoice::kAuto:
+      return terminal ? ProgressMode::kTty : ProgressMode::kLines;
+    case ProgressChoice::kTty:
+      return ProgressMode::kTty;
+    case ProgressChoice::kLines:
+      return ProgressMode::kLines;
+    case ProgressChoice::kJson:
+      return ProgressMode::kJson;
+    case ProgressChoice::kQuiet:
+      return ProgressMode::kQuiet;
+  }
+  throw Error("output.progress: unknown value " + std::to_string(static_cast<int>(choice)));
 }
 
 bool stdout_is_terminal() {

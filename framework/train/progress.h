@@ -17,13 +17,14 @@
 #include <thread>
 #include <vector>
 
+#include "framework/config/choices.h"
+
 namespace dynamix {
 
 enum class ProgressMode { kTty, kLines, kJson, kQuiet };
 
-// output.progress resolved: auto is tty when `terminal`, lines otherwise. Throws dynamix::Error on
-// a name config.cc would have refused.
-ProgressMode progress_mode(const std::string& name, bool terminal);
+// output.progress resolved: auto is tty when `terminal`, lines otherwise.
+ProgressMode progress_mode(ProgressChoice choice, bool terminal);
 // Whether stdout reaches a terminal. Open MPI gives every rank a pseudo-terminal whatever mpirun's
 // own stdout is (a file, a pipe), so under it the launcher's (the parent's) stdout decides.
 bool stdout_is_terminal();

@@ -21,7 +21,7 @@ namespace {
 std::vector<std::string> visible_gpus(const Config& config) {
   const int devices = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
   std::vector<std::string> ids;
-  if (config.train.device == "cpu") return ids;
+  if (config.train.device == DeviceChoice::kCpu) return ids;
   for (int i = 0; i < devices; ++i)
     ids.push_back(device_bus_id(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i))));
   return ids;
@@ -52,7 +52,7 @@ RankPlacement place_this_rank(const Config& config, int local_rank, int local_si
   const std::vector<int> before = process_cpus();
   const size_t allowed = hwloc.allowed_cpus().size();
   r.bind = resolve_bind(config.placement.bind, !gpus.empty(), before.size(), allowed, local_size);
-  if (config.placement.bind == "auto") {
+  if (config.placement.bind == PlacementBind::kAuto) {
     r.reason = before.size() < allowed
                    ? "auto: the launcher bound the process to CPUs " + cpu_list_text(before)
                : static_cast<size_t>(local_size) > allowed
@@ -84,14 +84,14 @@ std::vector<std::string> placement_lines(Communicator& comm, const RankPlacement
   put(row.host, host);
   put(row.gpu, mine.gpu_bus_id.empty() ? "-" : mine.gpu_bus_id);
   put(row.cpus, cpu_list_text(mine.cpus));
-  put(row.bind, mine.bind);
+  put(row.bind, choice_name(mine.bind));
   row.numa = mine.plan.numa;
   row.threads = mine.threads;
   std::vector<Row> rows(static_cast<size_t>(comm.size()));
   comm.allgather(&row, sizeof(Row), rows.data());
   std::vector<std::string> lines;
   if (comm.rank() != 0) return lines;
-  lines.push_back("placement: placement.bind " + mine.bind +
+  lines.push_back(std::string("placement: placement.bind ") + choice_name(mine.bind) +
                   (mine.reason.empty() ? "" : " (" + mine.reason + ")"));
   for (int q = 0; q < comm.size(); ++q) {
     const Row& x = rows[static_cast<size_t>(q)];

@@ -12,8 +12,8 @@
 namespace dynamix {
 
 struct RankPlacement {
-  std::string bind;        // what placement.bind resolved to here: none | numa | core
-  std::string reason;      // why, for auto ("the launcher bound it")
+  PlacementBind bind = PlacementBind::kNone;  // what placement.bind resolved to here: none | numa | core
+  std::string reason;                         // why, for auto ("the launcher bound it")
   Placement plan;          // gpu: the CUDA device to train on (-1: CPU, or local rank % GPUs)
   std::string gpu_bus_id;  // "" without a GPU
   std::vector<int> cpus;   // the CPUs the process is bound to after placement (sched_getaffinity)

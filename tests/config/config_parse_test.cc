@@ -150,12 +150,12 @@ void expect_full(const Config& c) {
   EXPECT_DOUBLE_EQ(c.comm.timeout_s, 120.0);
   EXPECT_DOUBLE_EQ(c.comm.heartbeat_timeout_s, 10.0);
   EXPECT_EQ(c.comm.watchdog_interface, "eth1");
-  EXPECT_EQ(c.comm.watchdog_family, "ipv6");
-  EXPECT_EQ(c.placement.bind, "core");
+  EXPECT_EQ(c.comm.watchdog_family, AddressFamily::kIpv6);
+  EXPECT_EQ(c.placement.bind, PlacementBind::kCore);
   EXPECT_EQ(c.output.dir, "runs/full");
   EXPECT_EQ(c.output.checkpoint_every, 100);
   EXPECT_TRUE(c.output.sample_log);
-  EXPECT_EQ(c.output.progress, "json");
+  EXPECT_EQ(c.output.progress, ProgressChoice::kJson);
   EXPECT_DOUBLE_EQ(c.output.progress_interval_s, 2.5);
   const YAML::Node sim = YAML::Load(c.sim_yaml);
   EXPECT_EQ(sim["nodes"].as<int>(), 32);
@@ -194,7 +194,7 @@ void expect_defaults(const Config& c) {
   EXPECT_EQ(c.comm.bucket_mb, d.comm.bucket_mb);
   EXPECT_EQ(c.output.dir, d.output.dir);
   EXPECT_FALSE(c.output.sample_log);
-  EXPECT_EQ(c.output.progress, "auto");
+  EXPECT_EQ(c.output.progress, ProgressChoice::kAuto);
   EXPECT_DOUBLE_EQ(c.output.progress_interval_s, 10);
   EXPECT_TRUE(c.sim_yaml.empty());
 }

@@ -38,8 +38,8 @@ TEST(Placement, GpusAreSpreadOverNumaNodesAndRanksBoundToTheirGpusNode) {
   Topology t = machine(2, 8);
   t.gpus = {{"0000:1a:00.0", 0}, {"0000:1b:00.0", 0}, {"0000:8a:00.0", 1}, {"0000:8b:00.0", 1}};
   // Two ranks: one GPU per socket, not both on socket 0 (as local rank % GPUs would).
-  const Placement a = plan_placement(t, 0, 2, "numa", true);
-  const Placement b = plan_placement(t, 1, 2, "numa", true);
+  const Placement a = plan_placement(t, 0, 2, PlacementBind::kNuma, true);
+  const Placement b = plan_placement(t, 1, 2, PlacementBind::kNuma, true);
   EXPECT_EQ(a.gpu, 0);
   EXPECT_EQ(b.gpu, 2);
   EXPECT_EQ(a.numa, 0);
@@ -49,7 +49,7 @@ TEST(Placement, GpusAreSpreadOverNumaNodesAndRanksBoundToTheirGpusNode) {
   EXPECT_EQ(a.threads, 8);
   // Four ranks: every GPU once, alternating nodes.
   std::vector<int> gpus;
-  for (int r = 0; r < 4; ++r) gpus.push_back(plan_placement(t, r, 4, "numa", true).gpu);
+  for (int r = 0; r < 4; ++r) gpus.push_back(plan_placement(t, r, 4, PlacementBind::kNuma, true).gpu);
   EXPECT_EQ(gpus, (std::vector<int>{0, 2, 1, 3}));
 }
 
@@ -57,24 +57,24 @@ TEST(Placement, CoreBindingSplitsTheGpuNodesCoresAmongItsRanks) {
   Topology t = machine(2, 8);
   t.gpus = {{"a", 0}, {"b", 0}, {"c", 1}, {"d", 1}};
   // Ranks 0 and 2 are on node 0 (GPUs 0 and 1): cores 0-3 and 4-7; ranks 1, 3 on node 1.
-  EXPECT_EQ(plan_placement(t, 0, 4, "core", true).cpus, range(0, 4));
-  EXPECT_EQ(plan_placement(t, 2, 4, "core", true).cpus, range(4, 8));
-  EXPECT_EQ(plan_placement(t, 1, 4, "core", true).cpus, range(8, 12));
-  EXPECT_EQ(plan_placement(t, 3, 4, "core", true).cpus, range(12, 16));
-  EXPECT_EQ(plan_placement(t, 3, 4, "core", true).threads, 4);
+  EXPECT_EQ(plan_placement(t, 0, 4, PlacementBind::kCore, true).cpus, range(0, 4));
+  EXPECT_EQ(plan_placement(t, 2, 4, PlacementBind::kCore, true).cpus, range(4, 8));
+  EXPECT_EQ(plan_placement(t, 1, 4, PlacementBind::kCore, true).cpus, range(8, 12));
+  EXPECT_EQ(plan_placement(t, 3, 4, PlacementBind::kCore, true).cpus, range(12, 16));
+  EXPECT_EQ(plan_placement(t, 3, 4, PlacementBind::kCore, true).threads, 4);
 }
 
 TEST(Placement, WithoutGpusEveryLocalRankGetsADisjointShareOfCores) {
   // This VM: one NUMA node, two cores, two ranks: core i for rank i.
   const Topology vm = machine(1, 2);
-  EXPECT_EQ(plan_placement(vm, 0, 2, "core", false).cpus, std::vector<int>{0});
-  EXPECT_EQ(plan_placement(vm, 1, 2, "core", false).cpus, std::vector<int>{1});
-  EXPECT_EQ(plan_placement(vm, 1, 2, "core", false).gpu, -1);
+  EXPECT_EQ(plan_placement(vm, 0, 2, PlacementBind::kCore, false).cpus, std::vector<int>{0});
+  EXPECT_EQ(plan_placement(vm, 1, 2, PlacementBind::kCore, false).cpus, std::vector<int>{1});
+  EXPECT_EQ(plan_placement(vm, 1, 2, PlacementBind::kCore, false).gpu, -1);
   // Two nodes of 6 two-way SMT cores, 4 ranks: two per node, 3 cores (6 PUs) each, no overlap.
   const Topology big = machine(2, 6, 2);
   std::set<int> used;
   for (int r = 0; r < 4; ++r) {
-    const Placement p = plan_placement(big, r, 4, "core", false);
+    const Placement p = plan_placement(big, r, 4, PlacementBind::kCore, false);
     EXPECT_EQ(p.cpus.size(), 6u) << "rank " << r;
     EXPECT_EQ(p.threads, 3) << "rank " << r;
     EXPECT_EQ(p.numa, r % 2) << "rank " << r;
@@ -83,34 +83,37 @@ TEST(Placement, WithoutGpusEveryLocalRankGetsADisjointShareOfCores) {
   EXPECT_EQ(used.size(), 24u);
   // More ranks than cores: shared round-robin, one core each.
   for (int r = 0; r < 5; ++r)
-    EXPECT_EQ(plan_placement(vm, r, 5, "core", false).cpus, std::vector<int>{r % 2});
+    EXPECT_EQ(plan_placement(vm, r, 5, PlacementBind::kCore, false).cpus, std::vector<int>{r % 2});
   // numa: a whole node per rank.
-  EXPECT_EQ(plan_placement(big, 1, 4, "numa", false).cpus.size(), 12u);
+  EXPECT_EQ(plan_placement(big, 1, 4, PlacementBind::kNuma, false).cpus.size(), 12u);
 }
 
 TEST(Placement, NoneChoosesTheGpuButBindsNothing) {
   Topology t = machine(2, 4);
   t.gpus = {{"a", 0}, {"b", 1}};
-  const Placement p = plan_placement(t, 1, 2, "none", true);
+  const Placement p = plan_placement(t, 1, 2, PlacementBind::kNone, true);
   EXPECT_EQ(p.gpu, 1);
   EXPECT_TRUE(p.cpus.empty());
   EXPECT_EQ(p.threads, 0);
   // A GPU whose NUMA node hwloc does not know: numa binds nothing, core splits all the cores.
   Topology u = machine(1, 4);
   u.gpus = {{"cuda:0", -1}, {"cuda:1", -1}};
-  EXPECT_TRUE(plan_placement(u, 0, 2, "numa", true).cpus.empty());
-  EXPECT_EQ(plan_placement(u, 1, 2, "numa", true).gpu, 1);
-  EXPECT_EQ(plan_placement(u, 0, 2, "core", true).cpus, range(0, 2));
-  EXPECT_EQ(plan_placement(u, 1, 2, "core", true).cpus, range(2, 4));
+  EXPECT_TRUE(plan_placement(u, 0, 2, PlacementBind::kNuma, true).cpus.empty());
+  EXPECT_EQ(plan_placement(u, 1, 2, PlacementBind::kNuma, true).gpu, 1);
+  EXPECT_EQ(plan_placement(u, 0, 2, PlacementBind::kCore, true).cpus, range(0, 2));
+  EXPECT_EQ(plan_placement(u, 1, 2, PlacementBind::kCore, true).cpus, range(2, 4));
 }
 
 TEST(Placement, AutoBindsOnlyWhatTheLauncherLeftUnbound) {
-  EXPECT_EQ(resolve_bind("auto", false, 2, 2, 2), "core");
-  EXPECT_EQ(resolve_bind("auto", true, 16, 16, 4), "numa");
-  EXPECT_EQ(resolve_bind("auto", true, 1, 16, 4), "none");  // mpirun --bind-to core, srun --cpu-bind
-  EXPECT_EQ(resolve_bind("auto", false, 2, 2, 4), "none");  // 4 ranks on 2 CPUs: oversubscribed
-  EXPECT_EQ(resolve_bind("core", false, 1, 16, 4), "core");
-  EXPECT_EQ(resolve_bind("core", false, 2, 2, 4), "core");  // asked for: shared round-robin
+  EXPECT_EQ(resolve_bind(PlacementBind::kAuto, false, 2, 2, 2), PlacementBind::kCore);
+  EXPECT_EQ(resolve_bind(PlacementBind::kAuto, true, 16, 16, 4), PlacementBind::kNuma);
+  EXPECT_EQ(resolve_bind(PlacementBind::kAuto, true, 1, 16, 4),
+            PlacementBind::kNone);  // mpirun --bind-to core, srun --cpu-bind
+  EXPECT_EQ(resolve_bind(PlacementBind::kAuto, false, 2, 2, 4),
+            PlacementBind::kNone);  // 4 ranks on 2 CPUs: oversubscribed
+  EXPECT_EQ(resolve_bind(PlacementBind::kCore, false, 1, 16, 4), PlacementBind::kCore);
+  EXPECT_EQ(resolve_bind(PlacementBind::kCore, false, 2, 2, 4),
+            PlacementBind::kCore);  // asked for: shared round-robin
 }
 
 TEST(Placement, CpuListsReadLikeLinuxs) {

@@ -68,13 +68,12 @@ size_t count(const std::string& s, const std::string& what) {
 }
 
 TEST(Progress, ModeNames) {
-  EXPECT_EQ(progress_mode("auto", true), ProgressMode::kTty);
-  EXPECT_EQ(progress_mode("auto", false), ProgressMode::kLines);
-  EXPECT_EQ(progress_mode("tty", false), ProgressMode::kTty);
-  EXPECT_EQ(progress_mode("lines", true), ProgressMode::kLines);
-  EXPECT_EQ(progress_mode("json", true), ProgressMode::kJson);
-  EXPECT_EQ(progress_mode("quiet", true), ProgressMode::kQuiet);
-  EXPECT_THROW(progress_mode("verbose", true), Error);
+  EXPECT_EQ(progress_mode(ProgressChoice::kAuto, true), ProgressMode::kTty);
+  EXPECT_EQ(progress_mode(ProgressChoice::kAuto, false), ProgressMode::kLines);
+  EXPECT_EQ(progress_mode(ProgressChoice::kTty, false), ProgressMode::kTty);
+  EXPECT_EQ(progress_mode(ProgressChoice::kLines, true), ProgressMode::kLines);
+  EXPECT_EQ(progress_mode(ProgressChoice::kJson, true), ProgressMode::kJson);
+  EXPECT_EQ(progress_mode(ProgressChoice::kQuiet, true), ProgressMode::kQuiet);
 }
 
 TEST(Progress, Durations) {

@@ -51,7 +51,8 @@ std::string describe(const Config& c) {
        choice_name(c.comm.compression) + "|" + c.output.dir + "|";
   add(c.monitor.enabled), add(c.comm.bucket_mb), add(c.output.checkpoint_every);
   add(c.comm.watchdog), add(c.comm.timeout_s), add(c.comm.heartbeat_timeout_s);
-  s += c.comm.watchdog_interface + "|" + c.comm.watchdog_family + "|" + c.placement.bind + "|";
+  s += c.comm.watchdog_interface + "|" + choice_name(c.comm.watchdog_family) + "|" +
+       choice_name(c.placement.bind) + "|";
   return s + c.sim_yaml;
 }
 
