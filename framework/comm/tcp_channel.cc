@@ -17,6 +17,7 @@
 #include <cstring>
 #include <set>
 
+#include "framework/config/choices.h"
 #include "framework/core/error.h"
 
 namespace dynamix {
@@ -54,10 +55,15 @@ std::string host_port(const std::string& ip, uint16_t port) {
 }
 
 int address_family(const std::string& name, const std::string& key) {
-  if (name == "auto") return AF_UNSPEC;
-  if (name == "ipv4") return AF_INET;
-  if (name == "ipv6") return AF_INET6;
-  throw Error(key + ": unknown address family '" + name + "' (auto | ipv4 | ipv6)");
+  switch (parse_choice<AddressFamily>(name, key)) {
+    case AddressFamily::kIpv4:
+      return AF_INET;
+    case AddressFamily::kIpv6:
+      return AF_INET6;
+    case AddressFamily::kAuto:
+      break;
+  }
+  return AF_UNSPEC;
 }
 
 int tcp_listen_any(int family, uint16_t* port) {
