@@ -90,8 +90,9 @@ void Trainer::setup() {
   }
   validate_for_world(config_, world_);
   device_ = choose_device(config_, options_.gpu >= 0 ? options_.gpu : options_.local_rank);
-  if (config_.backend == Backend::kNccl && comm_.backend() != "nccl") {
-    throw Error("backend: nccl, but the trainer was given a " + comm_.backend() + " communicator");
+  if (config_.backend == Backend::kNccl && !comm_.reduces_device_buffers()) {
+    throw Error("backend: nccl, but the trainer was given a communicator that reduces host buffers only (" +
+                comm_.backend() + ")");
   }
   make_device_current(device_);
   if (device_.is_cuda()) at::globalContext().setBenchmarkCuDNN(config_.train.cudnn_benchmark);
