@@ -12,6 +12,7 @@
 
 #include "framework/core/error.h"
 #include "framework/core/stats.h"
+#include "framework/core/strings.h"
 
 namespace dynamix {
 namespace {
@@ -23,10 +24,7 @@ double time_of(const SimTotals& t) { return t.time_to_target_s >= 0 ? t.time_to_
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 std::string fmt(double v, const char* spec = "%.3f") {
-  if (!std::isfinite(v)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, spec, v);
-  return buf;
+  return std::isfinite(v) ? format_number(spec, v) : "-";
 }
 
 // Every policy must be in the run: the ratios need static and both heuristics.

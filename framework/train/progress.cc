@@ -11,15 +11,10 @@
 #include <cstdlib>
 
 #include "framework/core/error.h"
+#include "framework/core/strings.h"
 
 namespace dynamix {
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), f, v);
-  return buf;
-}
 
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -101,12 +96,15 @@ std::string format_plan(const std::vector<int32_t>& plan) {
 std::string format_progress_line(const ProgressSnapshot& s) {
   std::string line = "progress: step " + std::to_string(s.step);
   if (s.total_steps > 0) {
-    line += "/" + std::to_string(s.total_steps) + " (" + fmt("%.0f", 100.0 * s.step / s.total_steps) + "%)";
+    line += "/" + std::to_string(s.total_steps) + " (" +
+            format_number("%.0f", 100.0 * s.step / s.total_steps) + "%)";
   }
-  line += " | epoch " + fmt("%.2f", s.epoch);
-  line += " | " + (s.samples_per_s < 0 ? std::string("-") : fmt("%.0f", s.samples_per_s)) + " samples/s";
-  line += " | loss " + fmt("%.4f", s.loss);
-  line += " | wait " + (s.wait_fraction < 0 ? std::string("-") : fmt("%.1f", 100.0 * s.wait_fraction) + "%");
+  line += " | epoch " + format_number("%.2f", s.epoch);
+  line += " | " + (s.samples_per_s < 0 ? std::string("-") : format_number("%.0f", s.samples_per_s)) +
+          " samples/s";
+  line += " | loss " + format_number("%.4f", s.loss);
+  line += " | wait " +
+          (s.wait_fraction < 0 ? std::string("-") : format_number("%.1f", 100.0 * s.wait_fraction) + "%");
   line += " | plan " + format_plan(s.plan);
   line += " | ETA " + (s.eta_s < 0 ? std::string("-") : format_duration(s.eta_s));
   return line;

@@ -9,18 +9,13 @@
 
 #include "agent/plan_projection.h"
 #include "framework/core/error.h"
+#include "framework/core/strings.h"
 #include "framework/train/precision.h"
 #include "framework/train/signals.h"
 #include "framework/train/trainer.h"
 
 namespace dynamix {
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), f, v);
-  return buf;
-}
 
 std::string join(const std::vector<int32_t>& v) {
   std::ostringstream os;
@@ -111,12 +106,13 @@ void Trainer::maybe_evaluate(bool force) {
   }
   const double thr = now > 0 ? progress_.samples_seen / now : 0.0;
   // None yet when a resumed run evaluates at once.
-  const std::string train_loss = recent_losses_.empty() ? std::string("n/a") : fmt("%.4f", recent_loss());
-  log("[epoch " + fmt("%.2f", fractional_epoch()) + " step " + std::to_string(progress_.step) +
-      "] train loss " + train_loss + " | test loss " + fmt("%.4f", loss) + " acc " + fmt("%.4f", acc) +
-      " | " + fmt("%.0f", thr) + " samples/s | wait " +
-      fmt("%.1f", 100.0 * progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)) + "% | plan [" +
-      join(plan_) + "] | " + fmt("%.1f", now) + " s");
+  const std::string train_loss =
+      recent_losses_.empty() ? std::string("n/a") : format_number("%.4f", recent_loss());
+  log("[epoch " + format_number("%.2f", fractional_epoch()) + " step " + std::to_string(progress_.step) +
+      "] train loss " + train_loss + " | test loss " + format_number("%.4f", loss) + " acc " +
+      format_number("%.4f", acc) + " | " + format_number("%.0f", thr) + " samples/s | wait " +
+      format_number("%.1f", 100.0 * progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)) +
+      "% | plan [" + join(plan_) + "] | " + format_number("%.1f", now) + " s");
 }
 
 void Trainer::decide_window() {
@@ -341,7 +337,7 @@ bool Trainer::run() {
       " train / " + std::to_string(data_.test->size()) + " test), policy " + config_.policy.name +
       ", plan [" + join(plan_) + "], monitor " + monitor_source() + ", " +
       std::to_string(buckets_->num_buckets()) + " gradient bucket(s) of " +
-      fmt("%.1f", buckets_->total_bytes() / 1048576.0) + " MB in all");
+      format_number("%.1f", buckets_->total_bytes() / 1048576.0) + " MB in all");
   const int64_t window = config_.policy.window;
   const int64_t ckpt_every = config_.output.checkpoint_every;
   // An error leaves the run mid-line: the progress line goes first (tty), so the error reads whole.
@@ -381,16 +377,17 @@ std::string Trainer::run_summary_line() const {
   const double t = elapsed();
   std::string s =
       "result: " + std::to_string(world_) + " ranks, policy " + config_.policy.name + ", " +
-      std::to_string(progress_.step) + " steps, " + fmt("%.2f", fractional_epoch()) + " epochs in " +
-      fmt("%.1f", t) + " s, final test accuracy " + fmt("%.4f", progress_.last_test_accuracy) + " (best " +
-      fmt("%.4f", progress_.best_test_accuracy) + "), " +
-      fmt("%.0f", t > 0 ? progress_.samples_seen / t : 0) + " samples/s, wait " +
-      fmt("%.1f", 100.0 * progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)) + "%";
+      std::to_string(progress_.step) + " steps, " + format_number("%.2f", fractional_epoch()) +
+      " epochs in " + format_number("%.1f", t) + " s, final test accuracy " +
+      format_number("%.4f", progress_.last_test_accuracy) + " (best " +
+      format_number("%.4f", progress_.best_test_accuracy) + "), " +
+      format_number("%.0f", t > 0 ? progress_.samples_seen / t : 0) + " samples/s, wait " +
+      format_number("%.1f", 100.0 * progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)) + "%";
   if (config_.train.target_accuracy) {
     s += progress_.time_to_target_s >= 0
-             ? ", time to " + fmt("%.2f", *config_.train.target_accuracy) + ": " +
-                   fmt("%.1f", progress_.time_to_target_s) + " s"
-             : ", target " + fmt("%.2f", *config_.train.target_accuracy) + " not reached";
+             ? ", time to " + format_number("%.2f", *config_.train.target_accuracy) + ": " +
+                   format_number("%.1f", progress_.time_to_target_s) + " s"
+             : ", target " + format_number("%.2f", *config_.train.target_accuracy) + " not reached";
   }
   return s;
 }
