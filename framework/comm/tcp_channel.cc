@@ -19,6 +19,7 @@
 
 #include "framework/config/choices.h"
 #include "framework/core/error.h"
+#include "framework/core/host.h"
 
 namespace dynamix {
 namespace {
@@ -28,6 +29,12 @@ void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL, 0) | O_
 void set_nodelay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// The port of an IPv4 or IPv6 socket address.
+uint16_t port_of(const sockaddr* address) {
+  return address->sa_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6*>(address)->sin6_port)
+                                        : ntohs(reinterpret_cast<const sockaddr_in*>(address)->sin_port);
 }
 
 }  // namespace
@@ -42,12 +49,7 @@ std::string ip_text(const sockaddr* address) {
   return ip;
 }
 
-std::string endpoint_text(const sockaddr* address) {
-  const uint16_t port = address->sa_family == AF_INET6
-                            ? ntohs(reinterpret_cast<const sockaddr_in6*>(address)->sin6_port)
-                            : ntohs(reinterpret_cast<const sockaddr_in*>(address)->sin_port);
-  return host_port(ip_text(address), port);
-}
+std::string endpoint_text(const sockaddr* address) { return host_port(ip_text(address), port_of(address)); }
 
 std::string host_port(const std::string& ip, uint16_t port) {
   const bool v6 = ip.find(':') != std::string::npos;
@@ -90,8 +92,7 @@ int tcp_listen_any(int family, uint16_t* port) {
     ::close(fd);
     throw Error(std::string("watchdog: cannot listen on a TCP port: ") + std::strerror(e));
   }
-  *port = family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                             : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  *port = port_of(any);
   set_nonblocking(fd);
   return fd;
 }
@@ -121,9 +122,7 @@ LocalAddresses local_addresses(const std::string& interface, int family, const s
     (f == AF_INET ? (loopback ? loop4 : v4) : (loopback ? loop6 : v6)).push_back(ip);
   }
   ::freeifaddrs(list);
-  std::string host(256, '\0');
-  ::gethostname(&host[0], host.size() - 1);
-  host.resize(std::strlen(host.c_str()));
+  const std::string host = host_name();
   if (!interface.empty() && !names.count(interface)) {
     std::string known;
     for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;

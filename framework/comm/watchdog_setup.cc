@@ -14,6 +14,7 @@
 #include "framework/comm/watchdog.h"
 #include "framework/comm/watchdog_wire.h"
 #include "framework/core/error.h"
+#include "framework/core/host.h"
 
 namespace dynamix {
 namespace {
@@ -77,7 +78,7 @@ void Watchdog::connect_all(Communicator& comm) {
     int32_t pid;
     char host[60];
   } mine{static_cast<int32_t>(::getpid()), {}};
-  ::gethostname(mine.host, sizeof(mine.host) - 1);
+  std::snprintf(mine.host, sizeof(mine.host), "%s", host_name().c_str());
   std::vector<Identity> all(static_cast<size_t>(world_));
   comm.allgather(&mine, sizeof(Identity), all.data());
   for (const auto& id : all) identity_.push_back("pid " + std::to_string(id.pid) + " on " + text_of(id.host));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "framework/core/error.h"
+#include "framework/core/host.h"
 
 #if DYNAMIX_HAVE_CUDA_TOOLKIT
 #include <cuda_runtime_api.h>
@@ -85,9 +86,7 @@ bool ranks_share_a_gpu(Communicator& comm, const torch::Device& device) {
   constexpr size_t kLen = 192;
   char mine[kLen] = {};
   if (device.is_cuda()) {
-    char host[96] = {};
-    ::gethostname(host, sizeof(host) - 1);
-    std::snprintf(mine, kLen, "%s|%s", host, device_bus_id(device).c_str());
+    std::snprintf(mine, kLen, "%s|%s", host_name().c_str(), device_bus_id(device).c_str());
   }
   std::vector<char> all(kLen * static_cast<size_t>(comm.size()));
   comm.allgather(mine, kLen, all.data());

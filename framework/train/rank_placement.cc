@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "framework/core/error.h"
+#include "framework/core/host.h"
 #include "framework/train/device.h"
 #include "framework/train/hwloc_topology.h"
 
@@ -79,9 +80,7 @@ RankPlacement place_this_rank(const Config& config, int local_rank, int local_si
 
 std::vector<std::string> placement_lines(Communicator& comm, const RankPlacement& mine) {
   Row row{};
-  char host[64] = {};
-  ::gethostname(host, sizeof(host) - 1);
-  put(row.host, host);
+  put(row.host, host_name());
   put(row.gpu, mine.gpu_bus_id.empty() ? "-" : mine.gpu_bus_id);
   put(row.cpus, cpu_list_text(mine.cpus));
   put(row.bind, choice_name(mine.bind));

@@ -12,6 +12,17 @@ SOURCE_DIR = Path(os.environ.get("DYNAMIX_SOURCE_DIR", Path(__file__).resolve().
 CHECK_OUTPUTS = SOURCE_DIR.parent / "shared" / "tools" / "check-outputs.py"
 
 
+
+# The smallest real training run: the CNN on synthetic data, 2 ranks, 4 steps (OUT: output dir).
+TINY_CNN = """
+model: cnn
+dataset: {name: synthetic, shape: [1, 12, 12], classes: 4, train_size: 256, test_size: 64}
+batch: {init: [8, 8], min: 2, max: 64}
+train: {max_steps: 4, optimizer: sgd, lr: 0.05, seed: 3, eval_every: 0}
+policy: {name: static, window: 2}
+output: {dir: OUT}
+"""
+
 def mpirun(np):
     cmd = ["mpirun", "-np", str(np), "--oversubscribe", "--bind-to", "none"]
     if os.geteuid() == 0:

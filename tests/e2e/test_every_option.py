@@ -9,16 +9,9 @@ test lists every failure at the end."""
 import os
 import struct
 
-from e2e_util import SOURCE_DIR, TempDir, check_outputs, export_cnn, run, train_cmd, write
+from e2e_util import SOURCE_DIR, TINY_CNN, TempDir, check_outputs, export_cnn, run, train_cmd, write
 
-BASE = """
-model: cnn
-dataset: {name: synthetic, shape: [1, 12, 12], classes: 4, train_size: 256, test_size: 64}
-batch: {init: [8, 8], min: 2, max: 64}
-train: {max_steps: 4, optimizer: sgd, lr: 0.05, seed: 3, eval_every: 0}
-policy: {name: static, window: 2}
-output: {dir: OUT}
-"""
+BASE = TINY_CNN
 SHIPPED = SOURCE_DIR / "agent" / "ppo" / "default_policy.pt"
 IMAGES_32 = ["dataset.shape=[3,32,32]", "dataset.train_size=64", "dataset.test_size=16", "batch.init=[4,4]"]
 

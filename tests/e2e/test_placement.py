@@ -6,17 +6,9 @@ launcher's binding alone and says so."""
 import os
 import re
 
-from e2e_util import DYNAMIX, TempDir, check_outputs, fail, run, train_cmd, write
+from e2e_util import DYNAMIX, TINY_CNN, TempDir, check_outputs, fail, run, train_cmd, write
 
-CONFIG = """
-model: cnn
-dataset: {name: synthetic, shape: [1, 12, 12], classes: 4, train_size: 256, test_size: 64}
-batch: {init: [8, 8], min: 2, max: 64}
-train: {max_steps: 4, optimizer: sgd, lr: 0.05, seed: 3, eval_every: 0}
-policy: {name: static, window: 2}
-monitor: {enabled: false}
-output: {dir: OUT}
-"""
+CONFIG = TINY_CNN + "monitor: {enabled: false}\n"
 ROW = re.compile(r"^placement: rank (\d+) host (\S+) gpu (\S+) numa (\S+) cpus (\S*) threads (\d+) bind (\S+)$")
 
 
