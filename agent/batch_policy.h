@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "agent/cluster_state.h"
 
@@ -14,6 +15,11 @@ class BatchPolicy {
   virtual std::string name() const = 0;
   // Called on rank 0 every decision window. Must return a plan inside state.bounds.
   virtual BatchPlan decide(const ClusterState& state) = 0;
+  // Called on rank 0 after every step with each rank's compute time in that step, under the plan
+  // decide() returned last. True asks for a decision before the window ends: the trainer and the
+  // simulator take it after the next step (the request travels with that step's exchange), then
+  // go on deciding at the window's regular steps. The heuristics decide once per window.
+  virtual bool wants_decision(const std::vector<double>& /*compute_s*/) { return false; }
   // Opaque policy state saved in training checkpoints (empty for stateless policies).
   virtual std::string save_state() const { return {}; }
   virtual void load_state(const std::string& /*blob*/) {}

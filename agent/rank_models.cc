@@ -90,7 +90,9 @@ void RankTimeModels::observe(const ClusterState& state) {
           reading.restarted = true;
         }
       }
-      h.push_back({double(r.batch_size), r.compute_s});
+      const bool after_only = reading.restarted && options_.restart_at_recent && r.compute_recent_s > 0 &&
+                              std::isfinite(r.compute_recent_s);
+      h.push_back({double(r.batch_size), after_only ? r.compute_recent_s : r.compute_s});
       while (h.size() > size_t(options_.history)) h.pop_front();
       models_[i] = fit(h);
     }

@@ -17,6 +17,10 @@ class RankTimeModels {
     int32_t history = 16;           // (b_i, compute_s) observations kept per rank
     double forget = 0.8;            // weight of an observation per window of age
     double change_threshold = 0.5;  // relative misprediction that restarts a rank's model (slowdowns)
+    // On a restart, start from the window's last quarter (compute_recent_s) instead of its mean:
+    // a change inside a window leaves a mean half-way between before and after, and a model that
+    // keeps that mean lags the change by one more window.
+    bool restart_at_recent = false;
   };
   // Predicted mean compute time of one rank: t(b) = alpha + beta·b (seconds).
   struct Model {

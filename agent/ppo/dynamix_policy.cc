@@ -36,7 +36,21 @@ double overhead_of(const ClusterState& s) {
   return s.nodes.empty() ? 0 : sum / double(s.nodes.size());
 }
 
+// The models restart from a window's last quarter after a change (see RankTimeModels::Options).
+RankTimeModels::Options model_options() {
+  RankTimeModels::Options o;
+  o.restart_at_recent = true;
+  return o;
+}
+
 }  // namespace
+
+std::vector<double> DynamixPolicy::expected_compute(const std::vector<int32_t>& plan) const {
+  if (!models_.ready() || models_.models().size() != plan.size()) return {};
+  std::vector<double> expected(plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) expected[i] = models_.models()[i].at(plan[i]);
+  return expected;
+}
 
 double DynamixPolicy::target_batch(const ClusterState& s, const std::vector<int32_t>& current) const {
   const double b_cur = std::accumulate(current.begin(), current.end(), 0.0);
@@ -58,6 +72,7 @@ DynamixPolicy::DynamixPolicy(DynamixOptions o)
       log_(o.log),
       node_norm_(kNodeFeatures),
       global_norm_(kGlobalFeatures),
+      models_(model_options()),
       reward_(o.ppo.reward),
       rollout_(std::make_unique<Rollout>()),
       rng_(o.ppo.seed) {
@@ -191,6 +206,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     }
     prev_batches_ = current;
     last_safe_ = plan.batch_sizes;
+    alarm_.arm(expected_compute(plan.batch_sizes));
     return plan;
   } catch (const std::exception& e) {
     auto* c10_error = dynamic_cast<const c10::Error*>(&e);
@@ -228,6 +244,7 @@ BatchPlan DynamixPolicy::fallback(const ClusterState& s, const std::vector<int32
   plan.note = why + (plan.note.empty() ? "" : "; " + plan.note) + extra;
   prev_batches_ = current;
   last_safe_ = plan.batch_sizes;
+  alarm_.arm({});  // no model to compare against until a decision succeeds
   log(plan.note);
   return plan;
 }
@@ -314,6 +331,7 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
   prev_batches_.clear();
   reward_.reset();
   models_.reset();
+  alarm_.arm({});
   return reward;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/batch_policy.h"
+#include "agent/change_alarm.h"
 #include "agent/ppo/ppo_config.h"
 #include "agent/ppo/reward.h"
 #include "agent/ppo/state_encoder.h"
@@ -53,6 +54,8 @@ class DynamixPolicy : public BatchPolicy {
 
   std::string name() const override { return "dynamix"; }
   BatchPlan decide(const ClusterState& state) override;
+  // A rank that runs 2x off its fitted time for 3 steps in a row asks for a decision at once.
+  bool wants_decision(const std::vector<double>& compute_s) override { return alarm_.observe(compute_s); }
 
   // Training checkpoint: weights, optimiser, normaliser, config, reward reference, counters.
   std::string save_state() const override;
@@ -96,6 +99,8 @@ class DynamixPolicy : public BatchPolicy {
   double target_batch(const ClusterState& state, const std::vector<int32_t>& current) const;
   // Samples/s of the balanced plan predicted by the fitted models (0 when unknown).
   double estimated_ideal(const ClusterState& state, const BalanceView& view) const;
+  // Each rank's fitted compute time under `plan`, for the change alarm (empty: models not ready).
+  std::vector<double> expected_compute(const std::vector<int32_t>& plan) const;
   static constexpr double kGoodputMinGain = 0.01;
 
   PpoConfig config_;
@@ -109,6 +114,7 @@ class DynamixPolicy : public BatchPolicy {
   // Decision-thread state.
   RunningNorm node_norm_, global_norm_;
   RankTimeModels models_;
+  ChangeAlarm alarm_;
   RewardTracker reward_;
   RewardTerms last_reward_;
   std::unique_ptr<Transition> pending_;  // last action, waiting for its reward

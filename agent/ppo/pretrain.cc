@@ -25,7 +25,7 @@ EpisodeResult run_sim_episode(DynamixPolicy& policy, ClusterSimulator& sim, int6
     BatchPlan plan = policy.decide(state);
     if (plan.has_reward) reward_sum += plan.reward;
     SimTotals before = sim.totals();
-    state = sim.step_window(plan);
+    state = sim.step_window(plan, &policy);
     SimTotals after = sim.totals();
     double dt = after.sim_time_s - before.sim_time_s, ds = after.samples - before.samples;
     if (dt > 0) {

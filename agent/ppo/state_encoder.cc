@@ -100,23 +100,6 @@ void hold_first_window_noise(const RankTimeModels& models, const ClusterState& s
   }
 }
 
-// Per-rank factors on the fitted models for the slow proposal: 1, except where a rank's model
-// restarted this window (a change). Its model then rests on the window's mean, which mixes the
-// before and the after when the change came inside the window; the window's last quarter
-// (compute_recent_s) is the after alone. Without it the plan lags a change inside a window by one
-// more window (dynamic_wave: 0.2 % slower).
-std::vector<double> changed_since(const ClusterState& s, const RankTimeModels& models) {
-  std::vector<double> scale(s.nodes.size(), 1.0);
-  for (size_t i = 0; i < scale.size(); ++i) {
-    const NodeRecord& r = s.nodes[i];
-    const double predicted = models.models()[i].at(r.batch_size);
-    if (models.readings()[i].restarted && r.compute_recent_s > 0 && predicted > 0) {
-      scale[i] = clamp(r.compute_recent_s / predicted, 0.05, 20);
-    }
-  }
-  return scale;
-}
-
 // Relative variance of rank i's fitted level t_i(b_i): the model's residual over its effective
 // number of windows (forgetting weights), or, with one window, that window's own standard error.
 double level_variance(const RankTimeModels& models, const NodeRecord& r, size_t i) {
@@ -176,9 +159,9 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   if (!v.ready) return v;
   std::vector<double> lo, hi, scale(n, 1.0);
   rank_bounds(s.bounds, n, lo, hi);
-  std::vector<double> changed = changed_since(s, models);
-  shrink_noise_toward_cluster(s, models, changed);
-  v.predicted_compute_s = models.split(global_batch, lo, hi, v.slow, &changed);
+  std::vector<double> same_speed(n, 1.0);
+  shrink_noise_toward_cluster(s, models, same_speed);
+  v.predicted_compute_s = models.split(global_batch, lo, hi, v.slow, &same_speed);
   double rate_sum = 0;
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = s.nodes[i];

@@ -84,11 +84,11 @@ ClusterState ClusterSimulator::reset() {
   prev_loss_ = 0;
   std::fill(slowdown_.begin(), slowdown_.end(), 1.0);
   plan_ = initial_plan_;
-  simulate(window_);
+  simulate(window_, nullptr);
   return make_state();
 }
 
-ClusterState ClusterSimulator::step_window(const BatchPlan& plan) {
+ClusterState ClusterSimulator::step_window(const BatchPlan& plan, BatchPolicy* listener) {
   const auto& b = plan.batch_sizes;
   DYNAMIX_CHECK(b.size() == size_t(n_), "sim: plan has " + std::to_string(b.size()) + " batch sizes for " +
                                             std::to_string(n_) + " nodes");
@@ -100,7 +100,7 @@ ClusterState ClusterSimulator::step_window(const BatchPlan& plan) {
   }
   plan_ = b;
   ++window_index_;
-  simulate(window_);
+  simulate(window_ - totals_.steps % window_, listener);  // to the next regular decision
   return make_state();
 }
 
@@ -126,13 +126,11 @@ void ClusterSimulator::update_slowdowns() {
   ideal_batch_ = -1;  // the balanced throughput changed with the slowdowns
 }
 
-void ClusterSimulator::simulate(int64_t steps) {
+void ClusterSimulator::simulate(int64_t steps, BatchPolicy* listener) {
   std::fill(sum_compute_.begin(), sum_compute_.end(), 0.0);
   std::fill(sum_compute_sq_.begin(), sum_compute_sq_.end(), 0.0);
-  std::fill(sum_recent_.begin(), sum_recent_.end(), 0.0);
   std::fill(sum_wait_.begin(), sum_wait_.end(), 0.0);
-  recent_steps_ = 0;
-  const int64_t recent_from = steps - recent_steps(steps);
+  step_compute_.resize(size_t(steps) * size_t(n_));
   win_steps_ = 0;
   win_time_ = win_loss_ = win_gnorm_ = win_gnorm_sq_ = 0;
   const SimWorkload& w = config_.workload;
@@ -145,7 +143,8 @@ void ClusterSimulator::simulate(int64_t steps) {
   // B_noise = tr(Sigma)/|G|^2 grows from b_noise to b_noise·b_noise_growth (McCandlish et al.).
   const double trace_sigma = w.b_noise;
   double grad_sq = 1;
-  for (int64_t s = 0; s < steps && !done(); ++s) {
+  int64_t end = steps;
+  for (int64_t s = 0; s < end && !done(); ++s) {
     if (totals_.steps >= next_event_step_) update_slowdowns();
     if (B != ideal_batch_) ideal_throughput_ = balanced_throughput(B), ideal_batch_ = B;
     double max_c = 0;
@@ -154,12 +153,10 @@ void ClusterSimulator::simulate(int64_t steps) {
       max_c = std::max(max_c, c[i]);
     }
     double wait = 0;
-    const bool recent = s >= recent_from;
-    recent_steps_ += recent;
+    std::copy(c, c + n_, step_compute_.begin() + s * n_);
     for (int32_t i = 0; i < n_; ++i) {
       sum_compute_[size_t(i)] += c[i];
       sum_compute_sq_[size_t(i)] += c[i] * c[i];
-      if (recent) sum_recent_[size_t(i)] += c[i];
       sum_wait_[size_t(i)] += max_c - c[i];
       wait += max_c - c[i];
     }
@@ -184,11 +181,21 @@ void ClusterSimulator::simulate(int64_t steps) {
     if (totals_.progress >= w.target_progress && totals_.time_to_target_s < 0) {
       totals_.time_to_target_s = totals_.sim_time_s;
     }
+    if (listener && listener->wants_decision(compute_)) end = std::min(end, s + 2);
   }
+  sum_recent_window();
   if (win_steps_ > 0) {  // local gradients of the window's last step
     for (int32_t i = 0; i < n_; ++i) {
       last_local_gsq_[size_t(i)] = (grad_sq + trace_sigma / b[i]) * rng_.lognormal_factor(w.grad_noise);
     }
+  }
+}
+
+void ClusterSimulator::sum_recent_window() {
+  std::fill(sum_recent_.begin(), sum_recent_.end(), 0.0);
+  recent_steps_ = win_steps_ > 0 ? recent_steps(win_steps_) : 0;
+  for (int64_t s = win_steps_ - recent_steps_; s < win_steps_; ++s) {
+    for (int32_t i = 0; i < n_; ++i) sum_recent_[size_t(i)] += step_compute_[size_t(s * n_ + i)];
   }
 }
 
@@ -209,7 +216,7 @@ ClusterState ClusterSimulator::make_state() {
     r.compute_s = sum_compute_[size_t(i)] / ws;
     r.compute_rel_se =
         relative_standard_error(sum_compute_[size_t(i)], sum_compute_sq_[size_t(i)], double(win_steps_));
-    // A run that ends before the window's last quarter has no recent part: the window's mean.
+    // A window with no steps (the run had ended) has no recent part: the window's mean.
     r.compute_recent_s = recent_steps_ > 0 ? sum_recent_[size_t(i)] / double(recent_steps_) : r.compute_s;
     r.comm_s = comm_s_;
     r.wait_s = sum_wait_[size_t(i)] / ws;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "agent/batch_policy.h"
 #include "agent/cluster_state.h"
 #include "agent/sim/sim_config.h"
 #include "agent/sim/sim_rng.h"
@@ -40,9 +41,12 @@ class ClusterSimulator {
   // Starts over (same seed, same run) and simulates the first window with the initial plan, as a
   // real run does before its first decision; returns that window's state.
   ClusterState reset();
-  // Simulates up to `window` steps with the plan (fewer when the target is reached) and returns
-  // their state. Throws dynamix::Error for a plan of the wrong length or outside [1, b_max_i].
-  ClusterState step_window(const BatchPlan& plan);
+  // Simulates the plan up to the next regular decision (every `window` steps; fewer when the
+  // target is reached) and returns those steps' state. With a `listener`, it sees every step's
+  // compute times and may ask for a decision before the window ends: one more step is simulated
+  // (the request's latency in a real run) and the window ends there. Throws dynamix::Error for a
+  // plan of the wrong length or outside [1, b_max_i].
+  ClusterState step_window(const BatchPlan& plan, BatchPolicy* listener = nullptr);
 
   bool done() const;  // target reached, or config.max_steps hit
   double sim_time() const { return totals_.sim_time_s; }
@@ -62,8 +66,9 @@ class ClusterSimulator {
   double balanced_throughput(double global_batch) const;
 
  private:
-  void simulate(int64_t steps);
+  void simulate(int64_t steps, BatchPolicy* listener);
   void update_slowdowns();
+  void sum_recent_window();  // sum_recent_ over the last quarter of the steps simulated
   ClusterState make_state();
 
   SimConfig config_;
@@ -85,7 +90,8 @@ class ClusterSimulator {
 
   // Per-window accumulators, sized once.
   std::vector<double> compute_, sum_compute_, sum_compute_sq_, sum_recent_, sum_wait_;
-  int64_t recent_steps_ = 0;  // steps summed in sum_recent_ (the window's last quarter)
+  std::vector<double> step_compute_;  // the window's compute times, step-major, for its last quarter
+  int64_t recent_steps_ = 0;          // steps summed in sum_recent_ (the window's last quarter)
   int64_t win_steps_ = 0;
   double win_time_ = 0, win_loss_ = 0, win_gnorm_ = 0, win_gnorm_sq_ = 0, last_global_gsq_ = 0;
   std::vector<double> last_local_gsq_;

@@ -101,6 +101,7 @@ std::vector<SimPolicyResult> run_sim_policies(const SimRunOptions& options) {
         nlohmann::json d = {{"window", state.window},
                             {"policy", name},
                             {"step", sim.steps()},
+                            {"trigger", sim.steps() % sim.window() == 0 ? "window" : "change"},
                             {"sim_time", sim.sim_time()},
                             {"plan", plan.batch_sizes},
                             {"actions", plan.actions},
@@ -108,7 +109,7 @@ std::vector<SimPolicyResult> run_sim_policies(const SimRunOptions& options) {
         if (!plan.note.empty()) d["note"] = plan.note;
         decisions << d.dump() << '\n';
       }
-      state = sim.step_window(plan);
+      state = sim.step_window(plan, policy.get());
       ++count;
       if (windows.is_open()) windows << window_record(state, sim.sim_time()).dump() << '\n';
     }

@@ -19,6 +19,7 @@ std::vector<double> StepExchange::pack(const LocalStep& m, int rank, int world) 
   s[6] = m.local_sq_norm;
   s[7] = m.stop;
   s[8] = m.output_failed;
+  s[9] = m.decide;
   return buf;
 }
 
@@ -29,12 +30,13 @@ StepExchange StepExchange::unpack(const std::vector<double>& summed, int world) 
   for (int r = 0; r < world; ++r) {
     const double* s = summed.data() + static_cast<size_t>(r) * kStepFields;
     LocalStep& l = ex.ranks[static_cast<size_t>(r)];
-    l = {s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8]};
+    l = {s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9]};
     slowest = std::max(slowest, l.data_s + l.compute_s);
     ex.loss += l.loss_sum;
     ex.samples += l.samples;
     ex.stop = ex.stop || l.stop > 0;
     ex.output_failed = ex.output_failed || l.output_failed > 0;
+    ex.decide = ex.decide || l.decide > 0;
   }
   ex.loss = ex.samples > 0 ? ex.loss / ex.samples : 0.0;
   for (const auto& l : ex.ranks) {

@@ -21,9 +21,10 @@ struct LocalStep {
   double local_sq_norm = 0;
   double stop = 0;           // 1 if this rank received a stop signal
   double output_failed = 0;  // 1 if this rank could not write the run's outputs
+  double decide = 0;         // rank 0: 1 if the policy asked for a decision before the window ends
 };
 
-constexpr int kStepFields = 9;
+constexpr int kStepFields = 10;
 
 // Every rank's LocalStep after the exchange, with derived wait and transfer times.
 struct StepExchange {
@@ -34,6 +35,7 @@ struct StepExchange {
   double samples = 0;
   bool stop = false;
   bool output_failed = false;
+  bool decide = false;
 
   // Packs `mine` into slot `rank` of a world * kStepFields buffer (zeros elsewhere).
   static std::vector<double> pack(const LocalStep& mine, int rank, int world);

@@ -572,6 +572,8 @@ void Trainer::record_step(StepState& s) {
   // One small collective gives every rank every rank's times, the loss, the stop votes and
   // whether rank 0's outputs failed.
   s.mine.output_failed = outputs_ && outputs_->failed() ? 1.0 : 0.0;
+  s.mine.decide = decision_requested_ ? 1.0 : 0.0;
+  decision_requested_ = false;
   auto buf = StepExchange::pack(s.mine, rank_, world_);
   if (world_ > 1) comm_.allreduce_sum(buf.data(), buf.size(), DType::kFloat64);
   const StepExchange ex = StepExchange::unpack(buf, world_);
@@ -599,6 +601,12 @@ void Trainer::record_step(StepState& s) {
   if (outputs_) write_step_metrics(s, ex, step_time);
   stop_agreed_ = ex.stop;
   output_failed_agreed_ = ex.output_failed;
+  decide_agreed_ = ex.decide;
+  if (rank_ == 0 && policy_) {
+    std::vector<double> compute(ex.ranks.size());
+    for (size_t r = 0; r < compute.size(); ++r) compute[r] = ex.ranks[r].compute_s;
+    decision_requested_ = policy_->wants_decision(compute);  // sent with the next step
+  }
 }
 
 void Trainer::report_progress(const StepExchange& ex, double wait_fraction) {

@@ -201,6 +201,8 @@ void Trainer::decide_window() {
           {"window", progress_.windows},
           {"step", progress_.step},
           {"policy", policy_->name()},
+          // "change": asked for by the policy before the window's end (BatchPolicy::wants_decision)
+          {"trigger", progress_.step % config_.policy.window == 0 ? "window" : "change"},
           {"actions", plan.actions},
           {"plan", next},
           {"reward", plan.has_reward ? nlohmann::json(plan.reward) : nlohmann::json(nullptr)}};
@@ -353,7 +355,8 @@ bool Trainer::run() {
     if (!step()) continue;  // out of memory: plan repaired, the same step again
     // A failed write (rank 0's outputs) stops every rank here, with nothing more written.
     if (output_failed_agreed_) throw_output_error();
-    if (progress_.step % window == 0) decide_window();
+    // Every `window` steps, and sooner when the policy saw a change (BatchPolicy::wants_decision).
+    if (progress_.step % window == 0 || decide_agreed_) decide_window();
     maybe_evaluate(false);
     if (stop_agreed_) {
       log("stop signal received: checkpointing at step " + std::to_string(progress_.step) + " and exiting");

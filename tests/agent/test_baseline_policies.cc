@@ -129,6 +129,38 @@ TEST(RankModels, FixedCostOnlyWhereSignificant) {
   EXPECT_NEAR(wide.beta, 0.0004, 0.00005);
 }
 
+// A rank slows 4x in the last quarter of a window. Kept as it is, the window's mean (2x) would sit
+// in the model, and the next window, at the new level, would be mispredicted again without a
+// restart (one observation cannot restart). With restart_at_recent the model starts from the last
+// quarter: the next window confirms it.
+TEST(RankModels, ARestartStartsFromTheWindowsLastQuarter) {
+  auto window = [](double compute, double recent) {
+    ClusterState s;
+    NodeRecord r;
+    r.batch_size = 32;
+    r.compute_s = compute;
+    r.compute_recent_s = recent;
+    s.nodes.push_back(r);
+    return s;
+  };
+  for (bool at_recent : {false, true}) {
+    RankTimeModels::Options o;
+    o.restart_at_recent = at_recent;
+    RankTimeModels m(o);
+    for (int w = 0; w < 3; ++w) m.observe(window(0.1, 0.1));
+    m.observe(window(0.2, 0.4));
+    ASSERT_TRUE(m.readings()[0].restarted);
+    EXPECT_NEAR(m.models()[0].at(32), at_recent ? 0.4 : 0.2, 1e-12);
+    m.observe(window(0.4, 0.4));
+    EXPECT_FALSE(m.readings()[0].restarted);
+    if (at_recent) {
+      EXPECT_NEAR(m.models()[0].at(32), 0.4, 1e-12);
+    } else {
+      EXPECT_LT(m.models()[0].at(32), 0.35);  // the mixed mean still pulls the model down
+    }
+  }
+}
+
 TEST(BaselineTest, GnsGrowsBatchWhenNoiseScaleIsLargeAndShrinksWhenSmall) {
   for (double noise_scale : {1e5, 1.0}) {
     GnsPolicy p;

@@ -266,7 +266,9 @@ TEST(DynamixPolicy, AWindowWithAnOutOfMemoryRankIsPenalized) {
 // Rank 0's last quarter differs by noise only (no restart): its model is kept.
 TEST(BalanceView, AChangeInsideTheWindowIsReadFromItsLastQuarter) {
   ClusterState s = two_ranks(0.1, 0);
-  RankTimeModels models;
+  RankTimeModels::Options o;
+  o.restart_at_recent = true;  // as DynamixPolicy's models
+  RankTimeModels models(o);
   for (int w = 0; w < 3; ++w) models.observe(s);
   s.nodes[0].compute_recent_s = 0.11;
   s.nodes[1].compute_s = 0.25;

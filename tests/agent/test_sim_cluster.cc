@@ -106,6 +106,50 @@ workload: {noise: 0}
   EXPECT_NEAR(s.nodes[2].compute_s, base, 1e-12);
 }
 
+// A listener that asks for a decision after step `at` (0-based, counted over the run).
+class AskAt : public BatchPolicy {
+ public:
+  explicit AskAt(int64_t at) : at_(at) {}
+  std::string name() const override { return "ask_at"; }
+  BatchPlan decide(const ClusterState& s) override { return plan_of(std::vector<int32_t>(s.nodes.size(), 32)); }
+  bool wants_decision(const std::vector<double>& compute_s) override {
+    seen_ = compute_s;
+    return step_++ == at_;
+  }
+  std::vector<double> seen_;
+
+ private:
+  int64_t at_, step_ = 0;
+};
+
+// A request after step 13 (window 10-19) ends that window one step later, after step 14 (its
+// 5 steps: 10-14); the next window runs to the regular decision at step 20. The window's last
+// quarter is read from the steps actually run: rank 1 slows 3x at step 12, so the short window's
+// last step (14) is all "after".
+TEST(SimClusterTest, AListenerEndsTheWindowOneStepAfterItAsks) {
+  const SimConfig c = parse_sim_config(R"(
+nodes: 4
+events: [{at_step: 12, ranks: [1], slowdown: 3}]
+workload: {noise: 0}
+)");
+  ClusterSimulator sim(c, bounds(), {32}, 10);
+  const double base = 0.004 + 0.0004 * 32;
+  sim.reset();  // steps 0-9
+  AskAt listener(3);  // its 4th step seen: step 13
+  ClusterState s = sim.step_window(plan_of(sim.plan()), &listener);
+  EXPECT_EQ(sim.steps(), 15);
+  EXPECT_EQ(s.nodes[1].steps, 5);
+  EXPECT_NEAR(s.nodes[1].compute_s, (2 * base + 3 * 3 * base) / 5, 1e-12);
+  EXPECT_NEAR(s.nodes[1].compute_recent_s, 3 * base, 1e-12);
+  ASSERT_EQ(listener.seen_.size(), 4u);
+  EXPECT_NEAR(listener.seen_[1], 3 * base, 1e-12);
+  s = sim.step_window(plan_of(sim.plan()), &listener);
+  EXPECT_EQ(sim.steps(), 20);
+  EXPECT_EQ(s.nodes[1].steps, 5);
+  s = sim.step_window(plan_of(sim.plan()));
+  EXPECT_EQ(sim.steps(), 30);
+}
+
 TEST(SimClusterTest, RejectsInfeasiblePlans) {
   ClusterSimulator sim(parse_sim_config("nodes: 4"), bounds(), {32}, 10);
   sim.reset();

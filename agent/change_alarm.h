@@ -1,0 +1,35 @@
+// DYNAMIX — per-step change detection between decisions. A rank whose step compute time stays
+// outside [expected / factor, expected · factor] for `steps` consecutive steps has changed speed
+// (a slowdown, interference that starts or ends): a decision then should not wait for the window
+// to end. Only ratios are compared, so no unit or time scale matters.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace dynamix {
+
+class ChangeAlarm {
+ public:
+  struct Options {
+    double factor = 2.0;  // a rank this many times slower or faster than expected has changed
+    int32_t steps = 3;    // consecutive steps it must stay so (one step alone is noise)
+  };
+  ChangeAlarm() : ChangeAlarm(Options{}) {}
+  explicit ChangeAlarm(Options options);
+
+  // After a decision: each rank's expected compute time per step under the new plan (seconds; a
+  // value <= 0 or non-finite never alarms). An empty vector disarms the alarm.
+  void arm(std::vector<double> expected_s);
+  // One step's compute times, one per rank. True once per arming, at the step that shows a change.
+  bool observe(const std::vector<double>& compute_s);
+  bool armed() const { return armed_; }
+
+ private:
+  Options options_;
+  std::vector<double> expected_;
+  std::vector<int32_t> outside_;  // consecutive steps each rank has been outside the band
+  bool armed_ = false;
+};
+
+}  // namespace dynamix

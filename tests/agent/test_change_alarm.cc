@@ -1,0 +1,79 @@
+// DYNAMIX — ChangeAlarm: a rank 2x off its expected time for 3 steps in a row is a change; noise,
+// single spikes and units are not.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "agent/change_alarm.h"
+#include "framework/core/error.h"
+
+namespace dynamix {
+namespace {
+
+// Feeds steps where rank `who` takes `factor` times its expected time and the others take theirs;
+// returns the 1-based step at which the alarm fired (0: never).
+int first_alarm(ChangeAlarm& alarm, const std::vector<double>& expected, size_t who,
+                const std::vector<double>& factors) {
+  for (size_t s = 0; s < factors.size(); ++s) {
+    std::vector<double> step = expected;
+    step[who] *= factors[s];
+    if (alarm.observe(step)) return int(s) + 1;
+  }
+  return 0;
+}
+
+TEST(ChangeAlarm, ASlowdownHeldForThreeStepsFiresAtTheThird) {
+  ChangeAlarm alarm;
+  alarm.arm({0.03, 0.03, 0.03, 0.03});
+  EXPECT_EQ(first_alarm(alarm, {0.03, 0.03, 0.03, 0.03}, 1, {1, 1.1, 4, 4, 4, 4}), 5);
+}
+
+TEST(ChangeAlarm, ASpeedupIsAChangeToo) {
+  ChangeAlarm alarm;
+  alarm.arm({0.12, 0.03});
+  EXPECT_EQ(first_alarm(alarm, {0.12, 0.03}, 0, {0.25, 0.25, 0.25}), 3);
+}
+
+TEST(ChangeAlarm, SpikesAndNoiseAreNot) {
+  ChangeAlarm alarm;
+  alarm.arm({0.03, 0.03});
+  // Two slow steps then a normal one, twice; then 30 steps within ±60 %.
+  std::vector<double> f = {3, 3, 1, 5, 5, 0.9};
+  for (int s = 0; s < 30; ++s) f.push_back(1 + 0.6 * std::sin(1.7 * s));
+  EXPECT_EQ(first_alarm(alarm, {0.03, 0.03}, 1, f), 0);
+  EXPECT_TRUE(alarm.armed());
+}
+
+TEST(ChangeAlarm, FiresOncePerArming) {
+  ChangeAlarm alarm;
+  alarm.arm({1.0});
+  EXPECT_EQ(first_alarm(alarm, {1.0}, 0, {3, 3, 3}), 3);
+  EXPECT_FALSE(alarm.armed());
+  EXPECT_EQ(first_alarm(alarm, {1.0}, 0, {3, 3, 3, 3, 3}), 0);
+  alarm.arm({1.0});
+  EXPECT_EQ(first_alarm(alarm, {1.0}, 0, {3, 3, 3}), 3);
+}
+
+TEST(ChangeAlarm, OnlyRatiosMatter) {
+  for (double unit : {1e-3, 1.0, 1e3}) {
+    ChangeAlarm alarm;
+    alarm.arm({0.02 * unit, 0.05 * unit});
+    EXPECT_EQ(first_alarm(alarm, {0.02 * unit, 0.05 * unit}, 1, {1, 2.1, 2.1, 2.1}), 4) << unit;
+  }
+}
+
+TEST(ChangeAlarm, UnknownExpectationsAndTimesNeverFire) {
+  ChangeAlarm alarm;
+  EXPECT_FALSE(alarm.observe({1.0}));  // never armed
+  alarm.arm({});
+  EXPECT_FALSE(alarm.armed());
+  alarm.arm({0.0, std::numeric_limits<double>::quiet_NaN(), 1.0});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int s = 0; s < 5; ++s) EXPECT_FALSE(alarm.observe({5.0, 5.0, nan}));
+  EXPECT_THROW(alarm.observe({1.0}), Error);  // wrong number of ranks
+  EXPECT_THROW(ChangeAlarm(ChangeAlarm::Options{1.0, 3}), Error);
+}
+
+}  // namespace
+}  // namespace dynamix

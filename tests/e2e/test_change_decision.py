@@ -1,0 +1,61 @@
+"""A change inside a window, through the real CLI: rank 1 slows 5x at step 18 of a 2-rank run that
+decides every 12 steps. The shipped dynamix policy notices it within 3 steps and decides at once
+(decisions.jsonl: trigger "change", before the regular decision at step 24), moving batch away
+from rank 1; the heuristics decide on the window's steps only."""
+import json
+import os
+
+from e2e_util import TempDir, check_outputs, fail, run, train_cmd, write
+
+CONFIG = """
+model: cnn
+dataset: {name: synthetic, shape: [1, 28, 28], classes: 10, train_size: 4096, test_size: 64}
+batch: {init: [32, 32], min: 4, max: 128}
+train: {max_steps: 36, optimizer: sgd, lr: 0.05, seed: 3, eval_every: 0}
+policy: {name: dynamix, window: 12}
+hetero:
+  slowdown: [1, 1]
+  events: [{at_step: 18, rank: 1, slowdown: 5.0}]
+monitor: {enabled: false}
+output: {dir: OUT, checkpoint_every: 0}
+"""
+
+
+def decisions(out):
+    return [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
+
+
+def train(d, policy):
+    out = d / policy
+    cfg = write(d / f"{policy}.yaml", CONFIG.replace("OUT", str(out)))
+    r = run(train_cmd(2, cfg, [f"policy.name={policy}"]))
+    if r.returncode != 0:
+        fail(f"{policy}: exit {r.returncode}\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    check_outputs(out)
+    return decisions(out)
+
+
+def main():
+    with TempDir() as d:
+        dec = train(d, "dynamix")
+        early = [x for x in dec if x["trigger"] == "change"]
+        steps = [x["step"] for x in dec]
+        if not any(18 < x["step"] < 24 for x in early):
+            fail(f"dynamix: no decision between the change at step 18 and step 24: decisions at {steps}")
+        for x in dec:
+            if (x["step"] % 12 == 0) != (x["trigger"] == "window"):
+                fail(f"trigger does not match the step: {x}")
+        final = dec[-1]["plan"]
+        if not final[1] < final[0]:
+            fail(f"dynamix kept batch on the slowed rank 1: final plan {final}")
+        print(f"dynamix decided at steps {steps}; final plan {final}")
+
+        prop = train(d, "proportional")
+        if any(x["trigger"] != "window" or x["step"] % 12 for x in prop):
+            fail(f"proportional decided off its windows: {[x['step'] for x in prop]}")
+    print("change decision e2e: passed")
+
+
+if __name__ == "__main__":
+    os.chdir(os.environ.get("DYNAMIX_SOURCE_DIR", "."))
+    main()
