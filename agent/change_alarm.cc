@@ -22,9 +22,9 @@ void ChangeAlarm::arm(std::vector<double> expected_s) {
 
 bool ChangeAlarm::observe(const std::vector<double>& compute_s) {
   if (!armed_) return false;
-  DYNAMIX_CHECK(compute_s.size() == expected_.size(),
-                "change alarm: " + std::to_string(compute_s.size()) + " compute times for " +
-                    std::to_string(expected_.size()) + " ranks");
+  DYNAMIX_CHECK(compute_s.size() == expected_.size(), "change alarm: " + std::to_string(compute_s.size()) +
+                                                          " compute times for " +
+                                                          std::to_string(expected_.size()) + " ranks");
   for (size_t i = 0; i < expected_.size(); ++i) {
     const double e = expected_[i];
     const double t = compute_s[i];

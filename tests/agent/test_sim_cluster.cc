@@ -111,7 +111,9 @@ class AskAt : public BatchPolicy {
  public:
   explicit AskAt(int64_t at) : at_(at) {}
   std::string name() const override { return "ask_at"; }
-  BatchPlan decide(const ClusterState& s) override { return plan_of(std::vector<int32_t>(s.nodes.size(), 32)); }
+  BatchPlan decide(const ClusterState& s) override {
+    return plan_of(std::vector<int32_t>(s.nodes.size(), 32));
+  }
   bool wants_decision(const std::vector<double>& compute_s) override {
     seen_ = compute_s;
     return step_++ == at_;
@@ -134,7 +136,7 @@ workload: {noise: 0}
 )");
   ClusterSimulator sim(c, bounds(), {32}, 10);
   const double base = 0.004 + 0.0004 * 32;
-  sim.reset();  // steps 0-9
+  sim.reset();        // steps 0-9
   AskAt listener(3);  // its 4th step seen: step 13
   ClusterState s = sim.step_window(plan_of(sim.plan()), &listener);
   EXPECT_EQ(sim.steps(), 15);
