@@ -50,16 +50,10 @@ StepExchange StepExchange::unpack(const std::vector<double>& summed, int world) 
 void WindowAccumulator::add(const StepExchange& ex, int rank, int32_t batch_size) {
   const auto r = static_cast<size_t>(rank);
   const LocalStep& l = ex.ranks[r];
-  ++steps_;
+  if (set_aside_next_) first_set_aside_ = steps_.empty();
+  set_aside_next_ = false;
+  steps_.push_back({l.data_s, l.compute_s, ex.comm_s[r], ex.wait_s[r], l.optimizer_s, l.samples});
   batch_ = batch_size;
-  data_ += l.data_s;
-  compute_ += l.compute_s;
-  compute_sq_ += l.compute_s * l.compute_s;
-  compute_steps_.push_back(l.compute_s);
-  comm_ += ex.comm_s[r];
-  wait_ += ex.wait_s[r];
-  opt_ += l.optimizer_s;
-  samples_ += l.samples;
   sq_norm_ = l.local_sq_norm;
 }
 
@@ -68,23 +62,39 @@ NodeRecord WindowAccumulator::take(int rank, int32_t batch_max) {
   rec.rank = rank;
   rec.batch_size = batch_;
   rec.batch_max = batch_max;
-  rec.steps = static_cast<int32_t>(steps_);
-  if (steps_ > 0) {
-    const double n = static_cast<double>(steps_);
-    rec.data_s = data_ / n;
-    rec.compute_s = compute_ / n;
-    rec.compute_rel_se = relative_standard_error(compute_, compute_sq_, n);
-    const auto k = static_cast<size_t>(recent_steps(steps_));
+  const size_t begin = first_set_aside_ && steps_.size() > 1 ? 1 : 0;
+  const size_t count = steps_.size() - begin;
+  rec.steps = static_cast<int32_t>(count);
+  if (count > 0) {
+    Step sum{0, 0, 0, 0, 0, 0};
+    double compute_sq = 0;
+    for (size_t j = begin; j < steps_.size(); ++j) {
+      const Step& s = steps_[j];
+      sum.data_s += s.data_s;
+      sum.compute_s += s.compute_s;
+      sum.comm_s += s.comm_s;
+      sum.wait_s += s.wait_s;
+      sum.optimizer_s += s.optimizer_s;
+      sum.samples += s.samples;
+      compute_sq += s.compute_s * s.compute_s;
+    }
+    const double n = static_cast<double>(count);
+    rec.data_s = sum.data_s / n;
+    rec.compute_s = sum.compute_s / n;
+    rec.compute_rel_se = relative_standard_error(sum.compute_s, compute_sq, n);
+    const auto k = static_cast<size_t>(recent_steps(static_cast<int64_t>(count)));
     double recent = 0;
-    for (size_t j = compute_steps_.size() - k; j < compute_steps_.size(); ++j) recent += compute_steps_[j];
+    for (size_t j = steps_.size() - k; j < steps_.size(); ++j) recent += steps_[j].compute_s;
     rec.compute_recent_s = recent / static_cast<double>(k);
-    rec.comm_s = comm_ / n;
-    rec.wait_s = wait_ / n;
-    rec.optimizer_s = opt_ / n;
-    rec.samples_per_s = compute_ > 0 ? samples_ / compute_ : 0.0;
+    rec.comm_s = sum.comm_s / n;
+    rec.wait_s = sum.wait_s / n;
+    rec.optimizer_s = sum.optimizer_s / n;
+    rec.samples_per_s = sum.compute_s > 0 ? sum.samples / sum.compute_s : 0.0;
     rec.grad_sq_norm = sq_norm_;
   }
+  const bool keep = set_aside_next_;
   *this = WindowAccumulator();
+  set_aside_next_ = keep;
   return rec;
 }
 

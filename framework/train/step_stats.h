@@ -45,16 +45,24 @@ struct StepExchange {
 class WindowAccumulator {
  public:
   void add(const StepExchange& ex, int rank, int32_t batch_size);
+  // The next step added stays out of the window's record unless the window has no other step:
+  // the first step a process runs pays one-time costs (allocations, lazy initialisation, thread
+  // pools; 2.5 s against 0.08 s seen on the README demo) that would inflate the first window's
+  // times, and with them every policy's first fit.
+  void set_aside_next() { set_aside_next_ = true; }
   // This rank's record for the window; resets the accumulator.
   NodeRecord take(int rank, int32_t batch_max);
-  int64_t steps() const { return steps_; }
+  int64_t steps() const { return static_cast<int64_t>(steps_.size()); }
 
  private:
-  int64_t steps_ = 0;
+  struct Step {
+    double data_s, compute_s, comm_s, wait_s, optimizer_s, samples;
+  };
+  std::vector<Step> steps_;  // this window's steps, for the means and the recent (last quarter) mean
+  bool set_aside_next_ = false;
+  bool first_set_aside_ = false;  // steps_[0] is left out of the record when it has company
   int32_t batch_ = 0;
-  double compute_sq_ = 0;
-  std::vector<double> compute_steps_;  // this window's compute times, for the recent mean
-  double data_ = 0, compute_ = 0, comm_ = 0, wait_ = 0, opt_ = 0, samples_ = 0, sq_norm_ = 0;
+  double sq_norm_ = 0;
 };
 
 }  // namespace dynamix
