@@ -54,6 +54,7 @@ HEURISTICS = ("proportional", "gns")
 # (column stem, summary key, header in the Markdown table, format)
 METRICS = [
     ("ttt_s", "time_to_target_s", "time to target (s)", "{:.1f}"),
+    ("train_ttt_s", "training_time_to_target_s", "training time to target (s)", "{:.1f}"),
     ("total_s", "total_time_s", "total time (s)", "{:.1f}"),
     ("final_acc", "final_test_accuracy", "final acc.", "{:.4f}"),
     ("throughput", "mean_throughput", "samples/s", "{:.0f}"),
@@ -260,8 +261,31 @@ def launch(run, binary, timeout):
         rec["status"], rec["reason"] = "ok", ""
     if rec["status"] != "ok":
         rec["log_tail"] = log_excerpt(log)
+    if rec["status"] == "ok":  # derived here, from the run's own files (not in its summary.json)
+        summary = dict(summary, training_time_to_target_s=training_time_to_target(run["dir"], summary))
     rec["summary"] = summary
     return rec
+
+
+def training_time_to_target(run_dir, summary):
+    """Seconds spent in training steps (metrics.jsonl step_time) up to the evaluation that first
+    reached the target: the time to target without the evaluations, checkpoints and start-up, which
+    are the same work whatever the policy (evaluation is sharded evenly and not slowed by the
+    heterogeneity emulation). None where unknown (no target, not reached, no per-step metrics)."""
+    target = summary.get("target_accuracy")
+    if target is None or summary.get("time_to_target_s") is None:
+        return None
+    try:
+        evals = [json.loads(line) for line in (run_dir / "eval.jsonl").read_text().splitlines()]
+        step = next(e["step"] for e in evals if e.get("test_accuracy", -1) >= target)
+        total = 0.0
+        for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+            m = json.loads(line)
+            if m["step"] <= step:
+                total += m["step_time"]
+        return total
+    except (OSError, ValueError, KeyError, StopIteration):
+        return None
 
 
 def log_excerpt(path, n=3):
@@ -310,6 +334,9 @@ def aggregate(suite, records):
             r["ratio_basis"] = "time_to_target" if basis == "ttt_s" else "total_time"
             r["vs_static"] = mine / ref if mine and ref else None
             r["vs_best_heuristic"] = mine / best_heur if mine and best_heur else None
+            train, train_ref = r["train_ttt_s_median"], next(
+                (g["train_ttt_s_median"] for g in group if g["variant"] == static), None)
+            r["training_vs_static"] = train / train_ref if train and train_ref else None
         rows += group
     return rows
 
@@ -322,7 +349,7 @@ def write_csv(rows, path):
     cols = ["scenario", "variant", "policy", "runs", "ok", "failed", "reached_target"]
     for stem, _, _, _ in METRICS:
         cols += [f"{stem}_median", f"{stem}_min", f"{stem}_max"]
-    cols += ["ratio_basis", "vs_static", "vs_best_heuristic"]
+    cols += ["ratio_basis", "vs_static", "vs_best_heuristic", "training_vs_static"]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
@@ -337,15 +364,18 @@ def markdown(suite, rows, records, header):
     out = [f"# Suite `{suite['name']}`", "", *header, "",
            "Median [min–max] over seeds × repetitions of the successful runs. Ratios: median time to "
            "target (or total time where some run of the scenario missed the target) against static "
-           "and against the best of proportional and gns.", ""]
+           "and against the best of proportional and gns. Training time to target: the steps' own time "
+           "(metrics.jsonl step_time) up to the evaluation that reached the target, without evaluations, "
+           "checkpoints and start-up (the same work for every policy); its ratio to static's in the last "
+           "column.", ""]
     cols = ["scenario", "variant", "runs ok", "reached"] + [m[2] for m in METRICS] + \
-           ["ratio of", "vs static", "vs best heuristic"]
+           ["ratio of", "vs static", "vs best heuristic", "training vs static"]
     out += ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
     for r in rows:
         cells = [r["scenario"], r["variant"], f"{r['ok']}/{r['runs']}", f"{r['reached_target']}/{r['ok']}"]
         cells += [cell(r, stem, f) for stem, _, _, f in METRICS]
         cells += [r["ratio_basis"].replace("_", " "), fmt(r["vs_static"], "{:.3f}") or "n/a",
-                  fmt(r["vs_best_heuristic"], "{:.3f}") or "n/a"]
+                  fmt(r["vs_best_heuristic"], "{:.3f}") or "n/a", fmt(r["training_vs_static"], "{:.3f}") or "n/a"]
         out.append("| " + " | ".join(cells) + " |")
     failed = [r for r in records if r["status"] != "ok"]
     out += ["", f"## Failed runs ({len(failed)})", ""]
@@ -377,6 +407,35 @@ def machine_lines(argv):
             f"{platform.release()}; commit {commit}; {now}."]
 
 
+def write_tables(suite, records, header, out):
+    rows = aggregate(suite, records)
+    write_csv(rows, out / "results.csv")
+    md = markdown(suite, rows, records, header)
+    (out / "results.md").write_text(md)
+    print(md)
+    print(f"outputs: {out}/results.csv, results.md, runs.jsonl")
+
+
+def report(suite, out, argv):
+    """--report: the tables again from OUT/runs.jsonl, with the derived columns recomputed from the
+    runs' files (so a runner update applies to runs already made)."""
+    try:
+        records = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
+        header = json.loads((out / "suite.json").read_text())["header"]
+    except (OSError, ValueError, KeyError) as e:
+        print(f"run_suite: error: --report needs {out}/runs.jsonl and suite.json from a finished run ({e})",
+              file=sys.stderr)
+        return 2
+    names = {s["name"] for s in suite["scenarios"]}, {v["name"] for v in suite["variants"]}
+    records = [r for r in records if r["scenario"] in names[0] and r["variant"] in names[1]]
+    for r in records:
+        if r["status"] == "ok" and r.get("summary"):
+            r["summary"]["training_time_to_target_s"] = training_time_to_target(Path(r["dir"]), r["summary"])
+    write_tables(suite, records, header + ["", f"Tables rebuilt: `{shlex.join([sys.argv[0]] + (argv or sys.argv[1:]))}`."],
+                 out)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("suite", help="suite YAML file")
@@ -390,6 +449,9 @@ def main(argv=None):
     ap.add_argument("--variants", help="comma-separated variant names to run (default all)")
     ap.add_argument("--timeout", type=float, help="seconds after which a run counts as failed")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    ap.add_argument("--report", action="store_true",
+                    help="run nothing: rebuild results.csv and results.md from the runs of OUT/runs.jsonl "
+                         "(those of --scenarios and --variants)")
     args = ap.parse_args(argv)
     try:
         suite = load_suite(args.suite, args)
@@ -397,6 +459,8 @@ def main(argv=None):
         print(f"run_suite: error: {e}", file=sys.stderr)
         return 2
     out = Path(args.out or REPO / "runs" / f"suite_{suite['name']}").resolve()
+    if args.report:
+        return report(suite, out, argv)
     binary = os.environ.get("DYNAMIX_BIN", str(REPO / "build" / "bin" / "dynamix"))
     runs = plan_runs(suite, out)
     try:
@@ -442,16 +506,11 @@ def main(argv=None):
                   f" total {s.get('total_time_s', 0):.1f} s, acc {s.get('final_test_accuracy', 0):.4f}, "
                   f"target {'%.1f s' % s['time_to_target_s'] if s.get('time_to_target_s') else 'not reached'}"),
                   flush=True)
-    rows = aggregate(suite, records)
-    write_csv(rows, out / "results.csv")
-    md = markdown(suite, rows, records, header)
-    (out / "results.md").write_text(md)
     (out / "suite.json").write_text(json.dumps(
         {"name": suite["name"], "seeds": suite["seeds"], "reps": suite["reps"], "set": suite["set"],
          "scenarios": [{**s, "config": str(s["config"])} for s in suite["scenarios"]],
          "variants": suite["variants"], "header": header}, indent=1) + "\n")
-    print(md)
-    print(f"outputs: {out}/results.csv, results.md, runs.jsonl")
+    write_tables(suite, records, header, out)
     failed = sum(1 for r in records if r["status"] != "ok")
     if failed:
         print(f"run_suite: {failed} of {len(records)} run(s) failed (listed above)", file=sys.stderr)

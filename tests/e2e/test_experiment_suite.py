@@ -105,6 +105,18 @@ def main():
                     fail(f"{v}: results.csv {col} {row[col]} != summary.json {key} {s[key]}")
             if (s["time_to_target_s"] is None) != (row["ttt_s_median"] == ""):
                 fail(f"{v}: time to target {row['ttt_s_median']!r} vs summary {s['time_to_target_s']}")
+            run_dir = out / "runs" / "slow_rank" / v / "s3.r0"
+            if s["time_to_target_s"] is None:
+                if row["train_ttt_s_median"] != "":
+                    fail(f"{v}: training time to target {row['train_ttt_s_median']!r} for a run that missed it")
+            else:  # the steps' own time up to the evaluation that reached the target
+                evals = [json.loads(l) for l in (run_dir / "eval.jsonl").read_text().splitlines()]
+                at = next(e["step"] for e in evals if e["test_accuracy"] >= s["target_accuracy"])
+                want = sum(json.loads(l)["step_time"] for l in (run_dir / "metrics.jsonl").read_text().splitlines()
+                           if json.loads(l)["step"] <= at)
+                got = float(row["train_ttt_s_median"])
+                if abs(got - want) > 1e-9 * max(1.0, want) or not got < s["time_to_target_s"]:
+                    fail(f"{v}: training time to target {got} vs {want} (wall {s['time_to_target_s']})")
         if rows["broken"]["ok"] != "0" or rows["broken"]["failed"] != "1" or rows["broken"]["vs_static"] != "":
             fail(f"broken row: {rows['broken']}")
         stem = "ttt_s" if rows["static"]["ratio_basis"] == "time_to_target" else "total_s"
