@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 #include <ostream>
+#include <utility>
 
 #include "agent/plan_projection.h"
 #include "agent/ppo/actor_critic.h"
@@ -50,6 +51,12 @@ std::vector<double> DynamixPolicy::expected_compute(const std::vector<int32_t>& 
   std::vector<double> expected(plan.size());
   for (size_t i = 0; i < plan.size(); ++i) expected[i] = models_.models()[i].at(plan[i]);
   return expected;
+}
+
+bool DynamixPolicy::wants_decision(const std::vector<double>& compute_s) {
+  if (!alarm_.observe(compute_s)) return false;
+  alarm_raised_ = true;
+  return true;
 }
 
 double DynamixPolicy::target_batch(const ClusterState& s, const std::vector<int32_t>& current) const {
@@ -126,6 +133,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     return empty;
   }
   const std::vector<int32_t> current = sanitized_current(s);
+  const bool asked_by_alarm = std::exchange(alarm_raised_, false);
   try {
     {
       std::lock_guard<std::mutex> lk(queue_mutex_);
@@ -143,6 +151,13 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
       models_.reset();
     }
     models_.observe(s);
+    // A decision the change alarm asked for moves only where the window's mean confirms a change
+    // (some rank's model restarted): a few slow steps that the mean does not bear out were noise,
+    // and a short window's split would chase it (a homogeneous run moved a rank to 35 of 32 for
+    // 80 steps on such an alarm).
+    const auto& readings = models_.readings();
+    const bool unconfirmed = asked_by_alarm && std::none_of(readings.begin(), readings.end(),
+                                                            [](const auto& r) { return r.restarted; });
     const BalanceView view = balance_view(s, models_, target_batch(s, current));
     EncodedState enc = encode_state(s, models_, view);
     ablate_features(enc, config_.ablate);
@@ -181,7 +196,8 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     }
 
     // Act: sample while learning, argmax otherwise; every rank takes the move toward its proposal.
-    const int64_t action = learn_ ? sample(logp) : logp.argmax().item<int64_t>();
+    // An unconfirmed alarm holds (recorded as the hold move when learning: a constrained action).
+    const int64_t action = unconfirmed ? int64_t{kHold} : learn_ ? sample(logp) : logp.argmax().item<int64_t>();
     const MoveSpec& move = kMoveSpecs[action];
     std::vector<double> desired(n);
     plan.actions.assign(n, static_cast<double>(action));
@@ -195,6 +211,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     BatchPlan projected = project_plan(desired, current, bounds);
     plan.batch_sizes = std::move(projected.batch_sizes);
     plan.note = std::move(projected.note);
+    if (unconfirmed) plan.note = "change alarm not borne out by the window's mean: plan kept";
 
     if (learn_) {
       pending_ = std::make_unique<Transition>();

@@ -55,7 +55,7 @@ class DynamixPolicy : public BatchPolicy {
   std::string name() const override { return "dynamix"; }
   BatchPlan decide(const ClusterState& state) override;
   // A rank that runs 2x off its fitted time for 3 steps in a row asks for a decision at once.
-  bool wants_decision(const std::vector<double>& compute_s) override { return alarm_.observe(compute_s); }
+  bool wants_decision(const std::vector<double>& compute_s) override;
 
   // Training checkpoint: weights, optimiser, normaliser, config, reward reference, counters.
   std::string save_state() const override;
@@ -115,6 +115,7 @@ class DynamixPolicy : public BatchPolicy {
   RunningNorm node_norm_, global_norm_;
   RankTimeModels models_;
   ChangeAlarm alarm_;
+  bool alarm_raised_ = false;  // the next decision is the one the alarm asked for
   RewardTracker reward_;
   RewardTerms last_reward_;
   std::unique_ptr<Transition> pending_;  // last action, waiting for its reward

@@ -260,6 +260,38 @@ TEST(DynamixPolicy, AWindowWithAnOutOfMemoryRankIsPenalized) {
   EXPECT_LT(oom.reward, clean.reward - 1.0);
 }
 
+// The change alarm asks for a decision after rank 1 ran 2.5x slow for 3 steps. Where the window's
+// mean bears the change out (rank 1's model restarts), the decision moves batch away from rank 1;
+// where it does not (the mean 20 % up: a few noisy steps), the plan is kept, with a note, although
+// a regular decision on that window would have moved it.
+TEST(DynamixPolicy, AChangeAlarmActsOnlyWhereTheWindowConfirmsIt) {
+  auto run = [](double window_mean, bool alarm) {
+    DynamixOptions o;
+    o.ppo = small_config(false);
+    o.learn = false;
+    DynamixPolicy policy(o);
+    ClusterState s = two_ranks(0.1, 0);
+    for (int w = 0; w < 3; ++w) {
+      s.window = w;
+      policy.decide(s);
+    }
+    bool asked = false;
+    for (int step = 0; step < 3 && alarm; ++step) asked = policy.wants_decision({0.1, 0.25});
+    EXPECT_EQ(asked, alarm);
+    s.window = 3;
+    s.nodes[1].compute_s = window_mean;
+    s.nodes[1].compute_recent_s = 0.25;
+    return policy.decide(s);
+  };
+  const BatchPlan confirmed = run(0.2, true);
+  EXPECT_LT(confirmed.batch_sizes[1], 20);
+  const BatchPlan noise = run(0.12, true);
+  EXPECT_EQ(noise.batch_sizes, (std::vector<int32_t>{20, 20}));
+  EXPECT_NE(noise.note.find("not borne out"), std::string::npos) << noise.note;
+  const BatchPlan regular = run(0.12, false);
+  EXPECT_LT(regular.batch_sizes[1], 20);
+}
+
 // Rank 1 slows 4x in the middle of window 3: the window's mean (0.25 s) mixes before and after,
 // its last quarter (0.4 s) is the after. Its model restarts, and the slow proposal reads the last
 // quarter: rates 20/0.1 and 20/0.4 split B = 40 as 32 + 8 (the mean alone would give 28.6 + 11.4).

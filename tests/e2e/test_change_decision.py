@@ -1,6 +1,6 @@
-"""A change inside a window, through the real CLI: rank 1 slows 5x at step 18 of a 2-rank run that
-decides every 12 steps. The shipped dynamix policy notices it within 3 steps and decides at once
-(decisions.jsonl: trigger "change", before the regular decision at step 24), moving batch away
+"""A change inside a window, through the real CLI: rank 1 slows 5x at step 25 of a 2-rank run that
+decides every 10 steps. The shipped dynamix policy notices it within 3 steps and decides at once
+(decisions.jsonl: trigger "change", before the regular decision at step 30), moving batch away
 from rank 1; the heuristics decide on the window's steps only."""
 import json
 import os
@@ -11,11 +11,11 @@ CONFIG = """
 model: cnn
 dataset: {name: synthetic, shape: [1, 28, 28], classes: 10, train_size: 4096, test_size: 64}
 batch: {init: [32, 32], min: 4, max: 128}
-train: {max_steps: 36, optimizer: sgd, lr: 0.05, seed: 3, eval_every: 0}
-policy: {name: dynamix, window: 12}
+train: {max_steps: 40, optimizer: sgd, lr: 0.05, seed: 3, eval_every: 0}
+policy: {name: dynamix, window: 10}
 hetero:
   slowdown: [1, 1]
-  events: [{at_step: 18, rank: 1, slowdown: 5.0}]
+  events: [{at_step: 25, rank: 1, slowdown: 5.0}]
 monitor: {enabled: false}
 output: {dir: OUT, checkpoint_every: 0}
 """
@@ -40,10 +40,12 @@ def main():
         dec = train(d, "dynamix")
         early = [x for x in dec if x["trigger"] == "change"]
         steps = [x["step"] for x in dec]
-        if not any(18 < x["step"] < 24 for x in early):
-            fail(f"dynamix: no decision between the change at step 18 and step 24: decisions at {steps}")
+        moved = [x for x in early if 25 < x["step"] < 30 and x["plan"][1] < x["plan"][0]]
+        if not moved:
+            fail(f"dynamix: no decision moving batch off rank 1 between the change at step 25 and step 30: "
+                 f"{[(x['step'], x['trigger'], x['plan']) for x in dec]}")
         for x in dec:
-            if (x["step"] % 12 == 0) != (x["trigger"] == "window"):
+            if (x["step"] % 10 == 0) != (x["trigger"] == "window"):
                 fail(f"trigger does not match the step: {x}")
         final = dec[-1]["plan"]
         if not final[1] < final[0]:
@@ -51,7 +53,7 @@ def main():
         print(f"dynamix decided at steps {steps}; final plan {final}")
 
         prop = train(d, "proportional")
-        if any(x["trigger"] != "window" or x["step"] % 12 for x in prop):
+        if any(x["trigger"] != "window" or x["step"] % 10 for x in prop):
             fail(f"proportional decided off its windows: {[x['step'] for x in prop]}")
     print("change decision e2e: passed")
 
