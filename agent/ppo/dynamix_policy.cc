@@ -197,7 +197,9 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
 
     // Act: sample while learning, argmax otherwise; every rank takes the move toward its proposal.
     // An unconfirmed alarm holds (recorded as the hold move when learning: a constrained action).
-    const int64_t action = unconfirmed ? int64_t{kHold} : learn_ ? sample(logp) : logp.argmax().item<int64_t>();
+    const int64_t action = unconfirmed ? int64_t{kHold}
+                           : learn_    ? sample(logp)
+                                       : logp.argmax().item<int64_t>();
     const MoveSpec& move = kMoveSpecs[action];
     std::vector<double> desired(n);
     plan.actions.assign(n, static_cast<double>(action));
