@@ -116,6 +116,8 @@ void Trainer::maybe_evaluate(bool force) {
 }
 
 void Trainer::decide_window() {
+  // A request made after this very step (rank 0) is answered by this decision: dropped, not sent.
+  decision_requested_ = false;
   NodeRecord mine = window_.take(rank_, bounds_.max[static_cast<size_t>(rank_)]);
   mine.oom_events = window_oom_events_;
   window_oom_events_ = 0;

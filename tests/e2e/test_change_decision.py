@@ -21,13 +21,18 @@ output: {dir: OUT, checkpoint_every: 0}
 """
 
 
+def one_step_windows(dec):
+    steps = [x["step"] for x in dec]
+    return [b for a, b in zip(steps, steps[1:]) if b - a == 1]
+
+
 def decisions(out):
     return [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
 
 
-def train(d, policy):
-    out = d / policy
-    cfg = write(d / f"{policy}.yaml", CONFIG.replace("OUT", str(out)))
+def train(d, policy, config=CONFIG, name=None):
+    out = d / (name or policy)
+    cfg = write(d / f"{name or policy}.yaml", config.replace("OUT", str(out)))
     r = run(train_cmd(2, cfg, [f"policy.name={policy}"]))
     if r.returncode != 0:
         fail(f"{policy}: exit {r.returncode}\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
@@ -51,6 +56,12 @@ def main():
         if not final[1] < final[0]:
             fail(f"dynamix kept batch on the slowed rank 1: final plan {final}")
         print(f"dynamix decided at steps {steps}; final plan {final}")
+
+        # The alarm fires after step 30, a regular decision step: that decision answers it, and
+        # no second decision follows at step 31.
+        aligned = train(d, "dynamix", CONFIG.replace("at_step: 25", "at_step: 27"), "aligned")
+        if one_step_windows(aligned):
+            fail(f"a decision one step after another: {[(x['step'], x['trigger']) for x in aligned]}")
 
         prop = train(d, "proportional")
         if any(x["trigger"] != "window" or x["step"] % 10 for x in prop):
