@@ -1,6 +1,7 @@
 // DYNAMIX — the BatchPolicy seam: static, proportional, gns and dynamix (PPO) share it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,11 @@ class BatchPolicy {
   // simulator take it after the next step (the request travels with that step's exchange), then
   // go on deciding at the window's regular steps. The heuristics decide once per window.
   virtual bool wants_decision(const std::vector<double>& /*compute_s*/) { return false; }
+  // decisions.jsonl's label for a decision at `step`: "window" on the regular grid, "change" when
+  // wants_decision brought it forward.
+  static const char* trigger(int64_t step, int64_t window) {
+    return step % window == 0 ? "window" : "change";
+  }
   // Opaque policy state saved in training checkpoints (empty for stateless policies).
   virtual std::string save_state() const { return {}; }
   virtual void load_state(const std::string& /*blob*/) {}

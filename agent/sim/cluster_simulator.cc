@@ -59,7 +59,6 @@ ClusterSimulator::ClusterSimulator(SimConfig config, BatchBounds bounds, std::ve
   compute_.assign(size_t(n_), 0.0);
   sum_compute_.assign(size_t(n_), 0.0);
   sum_compute_sq_.assign(size_t(n_), 0.0);
-  sum_recent_.assign(size_t(n_), 0.0);
   sum_wait_.assign(size_t(n_), 0.0);
   last_local_gsq_.assign(size_t(n_), 0.0);
   totals_.nodes = n_;
@@ -183,7 +182,6 @@ void ClusterSimulator::simulate(int64_t steps, BatchPolicy* listener) {
     }
     if (listener && listener->wants_decision(compute_)) end = std::min(end, s + 2);
   }
-  sum_recent_window();
   if (win_steps_ > 0) {  // local gradients of the window's last step
     for (int32_t i = 0; i < n_; ++i) {
       last_local_gsq_[size_t(i)] = (grad_sq + trace_sigma / b[i]) * rng_.lognormal_factor(w.grad_noise);
@@ -191,12 +189,11 @@ void ClusterSimulator::simulate(int64_t steps, BatchPolicy* listener) {
   }
 }
 
-void ClusterSimulator::sum_recent_window() {
-  std::fill(sum_recent_.begin(), sum_recent_.end(), 0.0);
-  recent_steps_ = win_steps_ > 0 ? recent_steps(win_steps_) : 0;
-  for (int64_t s = win_steps_ - recent_steps_; s < win_steps_; ++s) {
-    for (int32_t i = 0; i < n_; ++i) sum_recent_[size_t(i)] += step_compute_[size_t(s * n_ + i)];
-  }
+double ClusterSimulator::recent_compute(int32_t i) const {
+  const int64_t k = recent_steps(win_steps_);
+  double sum = 0;
+  for (int64_t s = win_steps_ - k; s < win_steps_; ++s) sum += step_compute_[size_t(s * n_ + i)];
+  return sum / double(k);
 }
 
 ClusterState ClusterSimulator::make_state() {
@@ -217,7 +214,7 @@ ClusterState ClusterSimulator::make_state() {
     r.compute_rel_se =
         relative_standard_error(sum_compute_[size_t(i)], sum_compute_sq_[size_t(i)], double(win_steps_));
     // A window with no steps (the run had ended) has no recent part: the window's mean.
-    r.compute_recent_s = recent_steps_ > 0 ? sum_recent_[size_t(i)] / double(recent_steps_) : r.compute_s;
+    r.compute_recent_s = win_steps_ > 0 ? recent_compute(i) : r.compute_s;
     r.comm_s = comm_s_;
     r.wait_s = sum_wait_[size_t(i)] / ws;
     r.samples_per_s = r.compute_s > 0 ? r.batch_size / r.compute_s : 0;

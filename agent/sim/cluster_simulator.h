@@ -68,7 +68,7 @@ class ClusterSimulator {
  private:
   void simulate(int64_t steps, BatchPolicy* listener);
   void update_slowdowns();
-  void sum_recent_window();  // sum_recent_ over the last quarter of the steps simulated
+  double recent_compute(int32_t rank) const;  // mean compute of the window's last quarter (win_steps_ > 0)
   ClusterState make_state();
 
   SimConfig config_;
@@ -89,9 +89,8 @@ class ClusterSimulator {
   double ideal_batch_ = -1, ideal_throughput_ = 0;  // balanced_throughput cache (slowdowns, B)
 
   // Per-window accumulators, sized once.
-  std::vector<double> compute_, sum_compute_, sum_compute_sq_, sum_recent_, sum_wait_;
+  std::vector<double> compute_, sum_compute_, sum_compute_sq_, sum_wait_;
   std::vector<double> step_compute_;  // the window's compute times, step-major, for its last quarter
-  int64_t recent_steps_ = 0;          // steps summed in sum_recent_ (the window's last quarter)
   int64_t win_steps_ = 0;
   double win_time_ = 0, win_loss_ = 0, win_gnorm_ = 0, win_gnorm_sq_ = 0, last_global_gsq_ = 0;
   std::vector<double> last_local_gsq_;

@@ -101,7 +101,7 @@ std::vector<SimPolicyResult> run_sim_policies(const SimRunOptions& options) {
         nlohmann::json d = {{"window", state.window},
                             {"policy", name},
                             {"step", sim.steps()},
-                            {"trigger", sim.steps() % sim.window() == 0 ? "window" : "change"},
+                            {"trigger", BatchPolicy::trigger(sim.steps(), sim.window())},
                             {"sim_time", sim.sim_time()},
                             {"plan", plan.batch_sizes},
                             {"actions", plan.actions},

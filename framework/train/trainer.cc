@@ -603,9 +603,9 @@ void Trainer::record_step(StepState& s) {
   output_failed_agreed_ = ex.output_failed;
   decide_agreed_ = ex.decide;
   if (rank_ == 0 && policy_) {
-    std::vector<double> compute(ex.ranks.size());
-    for (size_t r = 0; r < compute.size(); ++r) compute[r] = ex.ranks[r].compute_s;
-    decision_requested_ = policy_->wants_decision(compute);  // sent with the next step
+    step_compute_.resize(ex.ranks.size());  // kept: no allocation per step
+    for (size_t r = 0; r < step_compute_.size(); ++r) step_compute_[r] = ex.ranks[r].compute_s;
+    decision_requested_ = policy_->wants_decision(step_compute_);  // sent with the next step
   }
 }
 

@@ -220,6 +220,7 @@ class Trainer {
   bool output_failed_agreed_ = false;        // rank 0 could not write an output (agreed likewise)
   bool decision_requested_ = false;          // rank 0: the policy asked for a decision now
   bool decide_agreed_ = false;               // that request, seen by every rank in the step exchange
+  std::vector<double> step_compute_;         // rank 0: every rank's compute time of the last step
   int64_t last_checkpoint_step_ = -1;        // rank 0: the step of the last checkpoint written
   // Test samples this rank evaluates at once: halved (and kept) whenever one chunk runs out of
   // memory, so evaluation fits the rank's memory as training does.

@@ -203,8 +203,7 @@ void Trainer::decide_window() {
           {"window", progress_.windows},
           {"step", progress_.step},
           {"policy", policy_->name()},
-          // "change": asked for by the policy before the window's end (BatchPolicy::wants_decision)
-          {"trigger", progress_.step % config_.policy.window == 0 ? "window" : "change"},
+          {"trigger", BatchPolicy::trigger(progress_.step, config_.policy.window)},
           {"actions", plan.actions},
           {"plan", next},
           {"reward", plan.has_reward ? nlohmann::json(plan.reward) : nlohmann::json(nullptr)}};

@@ -328,14 +328,14 @@ def aggregate(suite, records):
                       next((r["variant"] for r in group if r["policy"] == "static"), None))
         heur = [value[r["variant"]] for r in group if r["policy"] in HEURISTICS and value[r["variant"]]]
         best_heur = min(heur) if heur else None
+        train_ref = next((r["train_ttt_s_median"] for r in group if r["variant"] == static), None)
         for r in group:
             mine = value[r["variant"]]
             ref = value.get(static) if static else None
             r["ratio_basis"] = "time_to_target" if basis == "ttt_s" else "total_time"
             r["vs_static"] = mine / ref if mine and ref else None
             r["vs_best_heuristic"] = mine / best_heur if mine and best_heur else None
-            train, train_ref = r["train_ttt_s_median"], next(
-                (g["train_ttt_s_median"] for g in group if g["variant"] == static), None)
+            train = r["train_ttt_s_median"]
             r["training_vs_static"] = train / train_ref if train and train_ref else None
         rows += group
     return rows
