@@ -109,16 +109,23 @@ void ClusterSimulator::update_slowdowns() {
   int64_t next = std::numeric_limits<int64_t>::max();
   for (const SimEvent& e : config_.events) {  // permanent events replace, in step order
     if (e.at_step > t) next = std::min(next, e.at_step);
-    if (e.duration_steps == 0 && e.at_step <= t) {
+    if (e.duration_steps == 0 && !e.drift() && e.at_step <= t) {
       for (int32_t r : e.ranks) slowdown_[size_t(r)] = e.slowdown;
     }
   }
-  for (const SimEvent& e : config_.events) {  // transient events multiply while active
-    if (e.duration_steps == 0) continue;
-    const int64_t end = e.at_step + e.duration_steps;
+  for (const SimEvent& e : config_.events) {  // transient events and drifts multiply while active
+    if (e.duration_steps == 0 && !e.drift()) continue;
+    const int64_t end =
+        e.duration_steps > 0 ? e.at_step + e.duration_steps : std::numeric_limits<int64_t>::max();
     if (end > t) next = std::min(next, end);
-    if (e.at_step <= t && t < end) {
-      for (int32_t r : e.ranks) slowdown_[size_t(r)] *= e.slowdown;
+    // A drift changes every step; it is sampled kDriftSamples times a cycle (the ideal is
+    // recomputed at each sample, and 1024 ranks make that the costly part).
+    if (e.drift() && e.at_step <= t && t < end) {
+      next = std::min(next, t + std::max<int64_t>(1, e.period_steps / kDriftSamples));
+    }
+    const double f = e.factor_at(t);
+    if (f != 1.0) {
+      for (int32_t r : e.ranks) slowdown_[size_t(r)] *= f;
     }
   }
   next_event_step_ = next;

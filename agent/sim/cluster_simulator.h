@@ -66,6 +66,7 @@ class ClusterSimulator {
   double balanced_throughput(double global_batch) const;
 
  private:
+  static constexpr int64_t kDriftSamples = 50;  // slowdown updates per drift cycle
   void simulate(int64_t steps, BatchPolicy* listener);
   void update_slowdowns();
   double recent_compute(int32_t rank) const;  // mean compute of the window's last quarter (win_steps_ > 0)

@@ -196,11 +196,19 @@ SimEvent parse_event(const YamlReader& r, const Node& v, const Path& p, int32_t 
                 ev.slowdown = number_at_least(r, x, xp, 0, true);
                 has_slowdown = true;
               }},
-             {"duration_steps", [&](const Node& x, const Path& xp) {
+             {"duration_steps",
+              [&](const Node& x, const Path& xp) {
                 ev.duration_steps = r.integer(x, xp);
                 r.require(ev.duration_steps >= 0, x, xp, "must be >= 0 (0 = permanent)");
+              }},
+             {"period_steps", [&](const Node& x, const Path& xp) {
+                ev.period_steps = r.integer(x, xp);
+                r.require(ev.period_steps == 0 || ev.period_steps >= 2, x, xp,
+                          "must be 0 (no drift) or >= 2 (steps per drift cycle)");
               }}});
-  if (!v.IsMap()) r.fail(p, "'" + p + "' must be a mapping {at_step, ranks, slowdown, duration_steps}");
+  if (!v.IsMap()) {
+    r.fail(p, "'" + p + "' must be a mapping {at_step, ranks, slowdown, duration_steps, period_steps}");
+  }
   if (!has_step || !has_slowdown) r.fail(p, "'" + p + "' needs at_step and slowdown");
   if (has_rank && has_ranks) r.fail(p, "'" + p + "' gives ranks or rank, not both");
   if (!has_rank && !has_ranks) r.fail(p, "'" + p + "' needs ranks (or rank)");
@@ -208,6 +216,14 @@ SimEvent parse_event(const YamlReader& r, const Node& v, const Path& p, int32_t 
 }
 
 }  // namespace
+
+double SimEvent::factor_at(int64_t t) const {
+  const bool active = at_step <= t && (duration_steps == 0 || t < at_step + duration_steps);
+  if (!active || (!drift() && duration_steps == 0)) return 1.0;
+  if (!drift()) return slowdown;
+  const double phase = 2 * M_PI * double((t - at_step) % period_steps) / double(period_steps);
+  return std::pow(slowdown, 0.5 * (1 - std::cos(phase)));
+}
 
 std::vector<std::string> sim_preset_names() {
   return {"uniform (any size, all speed 1)",

@@ -22,11 +22,18 @@ struct SimWorkload {
 
 // A change of compute speed: ranks run `slowdown` times slower from at_step on, for duration_steps
 // steps (transient, multiplies) or, with duration 0, until a later permanent event (replaces).
+// With period_steps > 0 the event is a drift (co-located load, thermal throttling): from at_step
+// the ranks' speed moves smoothly from 1 to `slowdown` and back every period_steps steps (a raised
+// cosine), for duration_steps steps or, with 0, to the end; drifts multiply like transients.
 struct SimEvent {
   int64_t at_step = 0;
   std::vector<int32_t> ranks;
   double slowdown = 1;
   int64_t duration_steps = 0;
+  int64_t period_steps = 0;
+  bool drift() const { return period_steps > 0; }
+  // The event's factor at step t (1 when inactive); permanent step changes are not factors.
+  double factor_at(int64_t t) const;
 };
 
 struct SimConfig {

@@ -106,6 +106,27 @@ workload: {noise: 0}
   EXPECT_NEAR(s.nodes[2].compute_s, base, 1e-12);
 }
 
+// A drift changes a rank's speed within a window; the simulator samples it often enough that a
+// window's mean follows the curve, and the balanced ideal moves with it.
+TEST(SimClusterTest, ADriftSlowsARankSmoothly) {
+  const SimConfig c = parse_sim_config(R"(
+nodes: 2
+events: [{at_step: 0, ranks: [1], slowdown: 4, period_steps: 200}]
+workload: {noise: 0}
+)");
+  ClusterSimulator sim(c, bounds(), {32}, 10);
+  const double base = 0.004 + 0.0004 * 32;
+  ClusterState s = sim.reset();  // steps 0-9: near 1x
+  EXPECT_LT(s.nodes[1].compute_s, 1.05 * base);
+  const double ideal_start = s.global.ideal_throughput;
+  for (int w = 0; w < 9; ++w) s = sim.step_window(plan_of(sim.plan()));  // steps 90-99: near 4x
+  EXPECT_GT(s.nodes[1].compute_s, 3.8 * base);
+  EXPECT_NEAR(s.nodes[0].compute_s, base, 1e-12);
+  EXPECT_LT(s.global.ideal_throughput, 0.8 * ideal_start);
+  for (int w = 0; w < 10; ++w) s = sim.step_window(plan_of(sim.plan()));  // steps 190-199: back
+  EXPECT_LT(s.nodes[1].compute_s, 1.05 * base);
+}
+
 // A listener that asks for a decision after step `at` (0-based, counted over the run).
 class AskAt : public BatchPolicy {
  public:

@@ -82,6 +82,9 @@ TEST(SimConfigTest, ErrorsNameTheKey) {
   EXPECT_NE(error_of("events: [{at_step: 1, rank: 0, slowdown: 2, during: 3}]").find("sim.events[0].during"),
             std::string::npos);
   EXPECT_EQ(error_of("seed: '5'"), "sim: 'sim.seed' must be a non-negative integer, got the string '5'");
+  EXPECT_NE(error_of("events: [{at_step: 1, rank: 0, slowdown: 2, period_steps: 1}]")
+                .find("sim.events[0].period_steps"),
+            std::string::npos);
   EXPECT_NE(error_of("{nodes: 4, nodes: 5}").find("duplicate key 'sim.nodes'"), std::string::npos);
 }
 
@@ -203,6 +206,27 @@ TEST_F(SimFitTest, FitsExposedCommunicationAndNoiseUnlessTheWorkloadSetsThem) {
   EXPECT_DOUBLE_EQ(given.workload.bandwidth_gbps, 7);
   EXPECT_DOUBLE_EQ(given.workload.noise, 0.3);
   EXPECT_DOUBLE_EQ(given.workload.grad_bytes, SimWorkload{}.grad_bytes);
+}
+
+// A drift: the factor rises from 1 to the slowdown over half a period and falls back (raised
+// cosine), for duration_steps steps or (0) to the end; before at_step it is 1.
+TEST(SimConfigTest, ADriftMovesSmoothlyOverItsPeriod) {
+  const SimConfig c = parse_sim_config(
+      "{nodes: 2, events: [{at_step: 10, rank: 1, slowdown: 4, period_steps: 20}, "
+      "{at_step: 0, rank: 0, slowdown: 2, period_steps: 8, duration_steps: 8}]}");
+  ASSERT_EQ(c.events.size(), 2u);
+  const SimEvent& d = c.events[1];  // sorted by at_step
+  ASSERT_TRUE(d.drift());
+  EXPECT_EQ(d.period_steps, 20);
+  EXPECT_DOUBLE_EQ(d.factor_at(9), 1.0);
+  EXPECT_DOUBLE_EQ(d.factor_at(10), 1.0);
+  EXPECT_NEAR(d.factor_at(15), 2.0, 1e-12);  // a quarter period: sqrt(4)
+  EXPECT_NEAR(d.factor_at(20), 4.0, 1e-12);
+  EXPECT_NEAR(d.factor_at(30), 1.0, 1e-12);
+  EXPECT_NEAR(d.factor_at(1000010), 1.0, 1e-12);  // no end
+  const SimEvent& bounded = c.events[0];
+  EXPECT_NEAR(bounded.factor_at(4), 2.0, 1e-12);
+  EXPECT_DOUBLE_EQ(bounded.factor_at(8), 1.0);  // over after duration_steps
 }
 
 }  // namespace
