@@ -28,6 +28,9 @@ void RankTimeModels::reset() {
   history_.clear();
   models_.clear();
   readings_.clear();
+  last_log_ratio_.clear();
+  model_error_ = persistence_error_ = 0;
+  scored_windows_ = 0;
 }
 
 RankTimeModels::Model RankTimeModels::fit(const std::deque<Observation>& obs) const {
@@ -71,9 +74,11 @@ double RankTimeModels::residual(const std::deque<Observation>& obs, const Model&
 void RankTimeModels::observe(const ClusterState& state) {
   const size_t n = state.nodes.size();
   if (history_.size() != n) {
+    reset();
     history_.assign(n, {});
     models_.assign(n, {});
   }
+  const std::vector<Model> before = options_.score_persistence ? models_ : std::vector<Model>{};
   readings_.assign(n, {});
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = state.nodes[i];
@@ -99,6 +104,38 @@ void RankTimeModels::observe(const ClusterState& state) {
     reading.residual = residual(h, models_[i]);
     reading.observations = int32_t(h.size());
   }
+  if (options_.score_persistence) score_forecasts(state, before);
+}
+
+void RankTimeModels::score_forecasts(const ClusterState& state, const std::vector<Model>& before) {
+  const size_t n = state.nodes.size();
+  last_log_ratio_.resize(n, std::nan(""));
+  double model_sq = 0, persistence_sq = 0;
+  int32_t scored = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const NodeRecord& r = state.nodes[i];
+    const bool measured = std::isfinite(r.compute_s) && r.compute_s > 0 && r.batch_size > 0;
+    // A restart is a jump, which the restart itself handles; only steady windows are scored.
+    if (measured && !readings_[i].restarted && before[i].valid && std::isfinite(last_log_ratio_[i])) {
+      const double e = std::log(r.compute_s / before[i].at(r.batch_size));
+      model_sq += e * e;
+      persistence_sq += (e - last_log_ratio_[i]) * (e - last_log_ratio_[i]);
+      ++scored;
+    }
+    const Model& m = models_[i];
+    last_log_ratio_[i] = measured && m.valid && m.at(r.batch_size) > 0 && !readings_[i].restarted
+                             ? std::log(r.compute_s / m.at(r.batch_size))
+                             : std::nan("");
+  }
+  if (scored == 0) return;
+  model_error_ = options_.forget * model_error_ + model_sq / scored;
+  persistence_error_ = options_.forget * persistence_error_ + persistence_sq / scored;
+  ++scored_windows_;
+}
+
+bool RankTimeModels::tracking() const {
+  return scored_windows_ >= kTrackingWindows && model_error_ > 0 &&
+         persistence_error_ < kTrackingShare * model_error_;
 }
 
 bool RankTimeModels::ready() const {

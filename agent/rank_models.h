@@ -21,6 +21,10 @@ class RankTimeModels {
     // a change inside a window leaves a mean half-way between before and after, and a model that
     // keeps that mean lags the change by one more window.
     bool restart_at_recent = false;
+    // Keep score of two forecasts of each window: the model as fitted before it, and the model
+    // rescaled to the window before (persistence). Under steady speeds the model wins (it averages
+    // noise away); under drifting speeds it lags and persistence wins (see tracking()).
+    bool score_persistence = false;
   };
   // Predicted mean compute time of one rank: t(b) = alpha + beta·b (seconds).
   struct Model {
@@ -48,6 +52,13 @@ class RankTimeModels {
   const std::vector<Reading>& readings() const { return readings_; }
   int32_t history() const { return options_.history; }
   double forget() const { return options_.forget; }
+  // True when the last window, not the history, predicts the next one: over at least
+  // kTrackingWindows windows (forgetting weights), persistence's squared log error is under
+  // kTrackingShare of the model's, pooled over the ranks. Steady noise gives persistence about 1.6
+  // times the model's error; a lag of a drifting speed makes the model's grow. Needs score_persistence.
+  bool tracking() const;
+  static constexpr int32_t kTrackingWindows = 4;
+  static constexpr double kTrackingShare = 0.7;
 
   // Continuous split of B over the ranks with equal predicted compute time, each b_i in
   // [lo_i, hi_i]; `scale` (optional, one factor per rank) multiplies a rank's model. Fills b and
@@ -67,6 +78,12 @@ class RankTimeModels {
   std::vector<std::deque<Observation>> history_;
   std::vector<Model> models_;
   std::vector<Reading> readings_;
+  // Persistence scoring: each rank's log(measured / model) of its newest window after the fit
+  // (NaN: none), and forgetting-weighted sums of both forecasts' mean squared log error.
+  void score_forecasts(const ClusterState& state, const std::vector<Model>& before);
+  std::vector<double> last_log_ratio_;
+  double model_error_ = 0, persistence_error_ = 0;
+  int32_t scored_windows_ = 0;
 };
 
 // Per-rank batch bounds [max(1, b_min), b_max_i] as doubles, for split().

@@ -37,10 +37,12 @@ double overhead_of(const ClusterState& s) {
   return s.nodes.empty() ? 0 : sum / double(s.nodes.size());
 }
 
-// The models restart from a window's last quarter after a change (see RankTimeModels::Options).
+// The models restart from a window's last quarter after a change, and keep score of persistence
+// against their own forecasts (see RankTimeModels::Options).
 RankTimeModels::Options model_options() {
   RankTimeModels::Options o;
   o.restart_at_recent = true;
+  o.score_persistence = true;
   return o;
 }
 

@@ -83,9 +83,9 @@ std::vector<double> draw_speeds(Draw& d, int32_t nodes, double max_ratio, bool h
   return speed;
 }
 
-// Every kind random_episode draws (PretrainEpisode::kind): no events, then draw_events' five.
-constexpr const char* kEpisodeKinds[] = {"homogeneous", "static", "step",   "transient",
-                                         "periodic",    "wave",   "recover"};
+// Every kind random_episode draws (PretrainEpisode::kind): no events, then draw_events' six.
+constexpr const char* kEpisodeKinds[] = {"homogeneous", "static", "step",    "transient",
+                                         "periodic",    "wave",   "recover", "drift"};
 
 // Dynamic heterogeneity over an episode of `steps` steps; returns its kind.
 std::string draw_events(Draw& d, SimConfig& c, int64_t steps, int64_t window) {
@@ -97,7 +97,7 @@ std::string draw_events(Draw& d, SimConfig& c, int64_t steps, int64_t window) {
   const double slowdown = d.log_uniform(1.3, 6.0);
   const int64_t at = static_cast<int64_t>(d.uniform(0.1, 0.6) * steps);
   std::string kind;
-  switch (d.below(5)) {
+  switch (d.below(6)) {
     case 0:
       kind = "step";
       event(at, group(), slowdown, 0);
@@ -117,6 +117,19 @@ std::string draw_events(Draw& d, SimConfig& c, int64_t steps, int64_t window) {
       kind = "wave";
       const int64_t span = std::max<int64_t>(1, window * (1 + d.below(4)));
       for (int64_t t = at; t < steps; t += span) event(t, group(), slowdown, span);
+      break;
+    }
+    case 4: {
+      kind = "drift";  // speeds that move smoothly, in 2-4 groups a fraction of a cycle apart
+      const int64_t period = window * (4 + d.below(17));
+      const int32_t groups = 2 + d.below(3);
+      const std::vector<int32_t> ranks = d.chance(0.5) ? d.ranks(n, n) : group();
+      for (int32_t g = 0; g < groups; ++g) {
+        std::vector<int32_t> members;
+        for (size_t k = size_t(g); k < ranks.size(); k += size_t(groups)) members.push_back(ranks[k]);
+        if (members.empty()) continue;
+        c.events.push_back({at + period * g / groups, std::move(members), slowdown, 0, period});
+      }
       break;
     }
     default: {

@@ -44,7 +44,7 @@ struct PretrainEpisode {
   BatchBounds bounds;
   int32_t batch_per_rank = 32;
   int64_t window = 5;
-  std::string kind;  // homogeneous | static | step | transient | periodic | wave | recover
+  std::string kind;  // homogeneous | static | step | transient | periodic | wave | drift | recover
 };
 
 // What one episode did: mean reward and throughput against the load-balanced ideal

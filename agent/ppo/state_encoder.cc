@@ -171,6 +171,9 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
     rate_sum += v.proportional[i];
   }
   models.split(global_batch, lo, hi, v.fast, &scale);
+  // Drifting speeds: the last window predicts the next better than the models' history does, so
+  // the balanced move follows it (as the fast proposal does).
+  if (models.tracking()) v.slow = v.fast;
   hold_first_window_noise(models, s, v.slow);
   for (size_t i = 0; i < n; ++i) {
     v.proportional[i] = rate_sum > 0 ? std::max(1.0, global_batch * v.proportional[i] / rate_sum) : v.slow[i];

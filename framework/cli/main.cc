@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
                  "statistics (comma list; for ablations)")
       ->delimiter(',');
   pt->add_option("--exclude", pre.exclude,
-                 "episode kinds never drawn: homogeneous, static, step, transient, periodic, wave, "
+                 "episode kinds never drawn: homogeneous, static, step, transient, periodic, wave, drift, "
                  "recover (comma list; to test fine-tuning on a held-out family)")
       ->delimiter(',');
   pt->add_option("--log-every", pre.log_every, "episodes per progress line")

@@ -161,6 +161,50 @@ TEST(RankModels, ARestartStartsFromTheWindowsLastQuarter) {
   }
 }
 
+// Persistence (the last window rescaled) against the fitted model, as forecasts of each window:
+// steady noisy speeds keep the model; a speed that drifts a little every window makes the model
+// lag, and persistence wins. Restarts (jumps) are not scored.
+TEST(RankModels, TrackingOnlyWhereSpeedsDrift) {
+  auto window = [](const std::vector<double>& compute) {
+    ClusterState s;
+    for (double c : compute) {
+      NodeRecord r;
+      r.batch_size = 32;
+      r.compute_s = c;
+      s.nodes.push_back(r);
+    }
+    return s;
+  };
+  RankTimeModels::Options o;
+  o.score_persistence = true;
+  RankTimeModels steady(o), drifting(o), off;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> noise(0, 0.05);
+  for (int w = 0; w < 30; ++w) {
+    std::vector<double> a(8), b(8);
+    for (size_t i = 0; i < 8; ++i) {
+      a[i] = 0.1 * std::exp(noise(rng));
+      b[i] = 0.1 *
+             std::exp(0.4 * std::sin(0.3 * w + double(i)) + noise(rng) / 5);  // under the restart threshold
+    }
+    steady.observe(window(a));
+    drifting.observe(window(b));
+    off.observe(window(b));
+    EXPECT_FALSE(steady.tracking()) << "window " << w;
+    for (const auto& r : drifting.readings()) ASSERT_FALSE(r.restarted);
+  }
+  EXPECT_TRUE(drifting.tracking());
+  EXPECT_FALSE(off.tracking());  // not scored unless asked (gns)
+  // Back to steady speeds: the model wins again once the drift has left its history (14 windows
+  // here, with forgetting 0.8 per window).
+  for (int w = 0; w < 20; ++w) {
+    std::vector<double> a(8);
+    for (double& x : a) x = 0.1 * std::exp(noise(rng));
+    drifting.observe(window(a));
+  }
+  EXPECT_FALSE(drifting.tracking());
+}
+
 TEST(BaselineTest, GnsGrowsBatchWhenNoiseScaleIsLargeAndShrinksWhenSmall) {
   for (double noise_scale : {1e5, 1.0}) {
     GnsPolicy p;
