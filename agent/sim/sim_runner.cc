@@ -23,6 +23,23 @@ std::ofstream open_out(const fs::path& path) {
   return out;
 }
 
+// The policy as the run left it (dynamix: with policy.learn: true, what it learned) in the format
+// policy.checkpoint reads; heuristics keep no state and write none. Written whole, then renamed.
+void save_policy_state(const BatchPolicy& policy, const fs::path& dir) {
+  const std::string state = policy.save_state();
+  if (state.empty()) return;
+  const fs::path tmp = dir / "policy.pt.tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << state;
+    out.flush();
+    DYNAMIX_CHECK(out.good(), "output.dir: cannot write '" + tmp.string() + "'");
+  }
+  std::error_code ec;
+  fs::rename(tmp, dir / "policy.pt", ec);
+  DYNAMIX_CHECK(!ec, "output.dir: cannot rename '" + tmp.string() + "': " + ec.message());
+}
+
 // The policy must return a feasible plan; a broken one is projected (and says so) rather than
 // ending the comparison.
 BatchPlan checked(BatchPlan plan, const ClusterState& state) {
@@ -136,6 +153,7 @@ std::vector<SimPolicyResult> run_sim_policies(const SimRunOptions& options) {
           {"monitor_source", "sim"},
           {"backend", "sim"}};
       open_out(dir / "summary.json") << summary.dump(2) << '\n';
+      save_policy_state(*policy, dir);
     }
     results.push_back({name, t, count});
   }

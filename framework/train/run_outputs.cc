@@ -117,6 +117,15 @@ void RunOutputs::write_summary(const nlohmann::json& summary) {
   }
 }
 
+void RunOutputs::write_policy(const std::string& state) {
+  if (failed() || state.empty()) return;
+  try {
+    write_file("policy.pt", state);
+  } catch (const Error& e) {
+    error_ = e.what();
+  }
+}
+
 void RunOutputs::write_checkpoint(const std::string& payload) {
   if (failed()) return;
   try {

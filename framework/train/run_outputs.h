@@ -34,6 +34,9 @@ class RunOutputs {
   // Like the logs, these record a failure instead of throwing, and do nothing after one.
   void write_summary(const nlohmann::json& summary);
   void write_checkpoint(const std::string& payload);
+  // policy.pt: the batch policy as the run left it (dynamix: with policy.learn: true, what it
+  // learned), in the format policy.checkpoint reads; nothing for a policy without state.
+  void write_policy(const std::string& state);
 
   bool failed() const { return !error_.empty(); }
   const std::string& error() const { return error_; }  // the first failed write: file and errno text

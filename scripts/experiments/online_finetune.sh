@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# Online fine-tuning on a family held out of pretraining (docs/AGENT.md, "Online fine-tuning"):
-# pretrains without periodic interference, then runs a 16-node cluster with fast periodic
-# interference for 2000 decision windows three ways: the frozen policy, the same policy learning
-# online (policy.learn: true) and gns. Writes curve.md (throughput / ideal per fifth of the run)
-# and curve.png. Usage: scripts/experiments/online_finetune.sh [OUT]
+# Online fine-tuning on families held out of pretraining (docs/AGENT.md, "Online fine-tuning"). For
+# each family F (periodic interference, drifting speeds): pretrain without F, then run a 16-node
+# cluster of F for 20,000 steps with the frozen policy, the same policy learning online
+# (policy.learn: true; three runs, the updates run on a worker thread so runs differ) and the
+# heuristics; then, on a new seed of F, the held-out policy and each run's fine-tuned policy
+# (OUT/F/learningK/dynamix/policy.pt), both frozen. Writes OUT/F/curve.md (throughput / ideal per
+# fifth of each run) and OUT/F/curve.png.
+# Usage: scripts/experiments/online_finetune.sh [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-runs/online_finetune}
 bin=${DYNAMIX_BIN:-build/bin/dynamix}
-mkdir -p "$out"
-"$bin" agent pretrain --seed 1 --exclude periodic --output "$out/no_periodic.pt" --log-every 1000 >"$out/pretrain.log"
-python3 - "$out/periodic_fast.yaml" <<'PY'
+py=${PYTHON:-/usr/bin/python3}
+mkdir -p "$out/periodic" "$out/drift"
+"$py" - "$out/periodic/scenario.yaml" <<'PY'
 import sys
 events = "\n".join(f"    - {{at_step: {t}, ranks: [2, 9], slowdown: 3.0, duration_steps: 20}}"
                    for t in range(100, 20000, 40))
-open(sys.argv[1], "w").write(f"""# Held out of pretraining: 2 of 16 ranks 3x slower for 20 of every 40 steps.
+open(sys.argv[1], "w").write(f"""# Held out: 2 of 16 ranks 3x slower for 20 of every 40 steps.
 sim:
   nodes: 16
   seed: 5
@@ -28,10 +31,43 @@ batch: {{init: 32, min: 4, max: 256, global: fixed}}
 policy: {{name: static, window: 10}}
 """)
 PY
-cfg="$out/periodic_fast.yaml"
-"$bin" sim --config "$cfg" --policies gns --set "output.dir=$out/gns" >/dev/null
-for learn in false true; do
-  "$bin" sim --config "$cfg" --policies dynamix --set "policy.checkpoint=$out/no_periodic.pt" \
-    --set "policy.learn=$learn" --set "output.dir=$out/learn_$learn" >/dev/null
+cat >"$out/drift/scenario.yaml" <<'YAML'
+# Held out: 16 ranks in 4 groups, each group's speed moving smoothly between 1x and 4x slower every
+# 150 steps, a quarter of a cycle apart.
+sim:
+  nodes: 16
+  seed: 9
+  max_steps: 20000
+  profile: {classes: [{count: 16, speed: 1.0}]}
+  events:
+    - {at_step: 0, ranks: [0, 4, 8, 12], slowdown: 4.0, period_steps: 150}
+    - {at_step: 38, ranks: [1, 5, 9, 13], slowdown: 4.0, period_steps: 150}
+    - {at_step: 75, ranks: [2, 6, 10, 14], slowdown: 4.0, period_steps: 150}
+    - {at_step: 113, ranks: [3, 7, 11, 15], slowdown: 4.0, period_steps: 150}
+  workload: {alpha_s: 0.004, beta_s: 0.0004, grad_bytes: 4.5e7, bandwidth_gbps: 25, latency_us: 20,
+             target_progress: 1.0e12, noise: 0.05}
+batch: {init: 32, min: 4, max: 256, global: fixed}
+policy: {name: static, window: 10}
+YAML
+for family in periodic drift; do
+  d="$out/$family"
+  "$bin" agent pretrain --seed 1 --exclude "$family" --output "$d/held_out.pt" --log-every 1000 >"$d/pretrain.log"
+  "$bin" sim --config "$d/scenario.yaml" --policies proportional,gns --set "output.dir=$d" >/dev/null
+  "$bin" sim --config "$d/scenario.yaml" --policies dynamix --set "policy.checkpoint=$d/held_out.pt" \
+    --set policy.learn=false --set "output.dir=$d/frozen" >/dev/null
+  for k in 1 2 3; do
+    "$bin" sim --config "$d/scenario.yaml" --policies dynamix --set "policy.checkpoint=$d/held_out.pt" \
+      --set policy.learn=true --set "output.dir=$d/learning$k" >/dev/null
+  done
+  # After the run: what was learned, frozen, on a seed none of the runs saw.
+  "$bin" sim --config "$d/scenario.yaml" --policies dynamix --set "policy.checkpoint=$d/held_out.pt" \
+    --set policy.learn=false --set sim.seed=1000 --set "output.dir=$d/new_seed_held_out" >/dev/null
+  for k in 1 2 3; do
+    "$bin" sim --config "$d/scenario.yaml" --policies dynamix --set "policy.checkpoint=$d/learning$k/dynamix/policy.pt" \
+      --set policy.learn=false --set sim.seed=1000 --set "output.dir=$d/new_seed_learned$k" >/dev/null
+  done
+  echo "## $family (held out of pretraining)" | tee "$d/curve.md"
+  "$py" scripts/experiments/finetune_curve.py "$d" proportional gns frozen/dynamix learning1/dynamix \
+    learning2/dynamix learning3/dynamix new_seed_held_out/dynamix new_seed_learned1/dynamix \
+    new_seed_learned2/dynamix new_seed_learned3/dynamix | tee -a "$d/curve.md"
 done
-"${PYTHON:-/usr/bin/python3}" scripts/experiments/finetune_curve.py "$out" gns/gns learn_false/dynamix learn_true/dynamix | tee "$out/curve.md"

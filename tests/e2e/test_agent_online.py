@@ -1,10 +1,10 @@
 """The PPO agent fine-tunes the shipped policy online inside a real 4-rank run: updates happen on
-rank 0's background thread while training goes on, every plan is feasible, and the outputs meet
-the contract."""
+rank 0's background thread while training goes on, every plan is feasible, the outputs meet the
+contract, and what it learned is kept as OUT/policy.pt, which a later run loads as its policy."""
 import os
 import re
 
-from e2e_util import TempDir, check_outputs, fail, read_jsonl, run, train_cmd, write
+from e2e_util import DYNAMIX, SOURCE_DIR, TempDir, check_outputs, fail, read_jsonl, run, train_cmd, write
 
 CONFIG = """
 model: mlp
@@ -44,6 +44,13 @@ def main():
             if m["step"] - 1 in plan_at and m["batch_sizes"] != plan_at[m["step"] - 1]:
                 fail(f"step {m['step']} did not use the plan broadcast after step {m['step'] - 1}")
         check_outputs(out)
+        learned = out / "policy.pt"
+        if not learned.is_file():
+            fail("no policy.pt: what the run learned was not kept")
+        r = run([DYNAMIX, "sim", "--config", str(SOURCE_DIR / "configs/sim_hetero32.yaml"), "--policies", "dynamix",
+                 "--set", f"policy.checkpoint={learned}", "--set", "policy.learn=false"])
+        if r.returncode != 0 or f"inference from {learned}" not in r.stdout:
+            fail(f"the learned policy.pt does not load: exit {r.returncode}\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
     print(f"agent online e2e: passed ({len(updates)} updates)")
 
 
