@@ -56,6 +56,7 @@ std::vector<double> DynamixPolicy::expected_compute(const std::vector<int32_t>& 
 }
 
 bool DynamixPolicy::wants_decision(const std::vector<double>& compute_s) {
+  if (start_.armed()) return start_.observe(compute_s);
   if (!alarm_.observe(compute_s)) return false;
   alarm_raised_ = true;
   return true;
@@ -136,6 +137,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
   }
   const std::vector<int32_t> current = sanitized_current(s);
   const bool asked_by_alarm = std::exchange(alarm_raised_, false);
+  start_.disarm();  // whatever brought it, the run's first decision is taken
   try {
     {
       std::lock_guard<std::mutex> lk(queue_mutex_);
@@ -353,6 +355,7 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
   reward_.reset();
   models_.reset();
   alarm_.arm({});
+  start_.arm();  // the next episode starts from its own guess
   return reward;
 }
 

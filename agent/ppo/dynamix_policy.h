@@ -18,6 +18,7 @@
 #include "agent/ppo/reward.h"
 #include "agent/ppo/state_encoder.h"
 #include "agent/rank_models.h"
+#include "agent/start_check.h"
 
 namespace at {
 class Tensor;
@@ -54,7 +55,9 @@ class DynamixPolicy : public BatchPolicy {
 
   std::string name() const override { return "dynamix"; }
   BatchPlan decide(const ClusterState& state) override;
-  // A rank that runs 2x off its fitted time for 3 steps in a row asks for a decision at once.
+  // Before a run's first decision: ranks whose compute times under the starting plan clearly
+  // differ by 25 % ask for it at once (StartCheck). After: a rank that runs 2x off its fitted
+  // time for 3 steps in a row does (ChangeAlarm).
   bool wants_decision(const std::vector<double>& compute_s) override;
 
   // Training checkpoint: weights, optimiser, normaliser, config, reward reference, counters.
@@ -114,6 +117,7 @@ class DynamixPolicy : public BatchPolicy {
   // Decision-thread state.
   RunningNorm node_norm_, global_norm_;
   RankTimeModels models_;
+  StartCheck start_;
   ChangeAlarm alarm_;
   bool alarm_raised_ = false;  // the next decision is the one the alarm asked for
   RewardTracker reward_;

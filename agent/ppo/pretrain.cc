@@ -17,7 +17,7 @@ namespace dynamix {
 
 EpisodeResult run_sim_episode(DynamixPolicy& policy, ClusterSimulator& sim, int64_t windows) {
   EpisodeResult r;
-  ClusterState state = sim.reset();
+  ClusterState state = sim.reset(&policy);
   const double global_batch = state.global.global_batch;
   std::vector<double> ratios;
   double reward_sum = 0, samples = 0, time = 0;

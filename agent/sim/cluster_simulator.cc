@@ -74,7 +74,7 @@ bool ClusterSimulator::done() const {
          (config_.max_steps > 0 && totals_.steps >= config_.max_steps);
 }
 
-ClusterState ClusterSimulator::reset() {
+ClusterState ClusterSimulator::reset(BatchPolicy* listener) {
   rng_.seed(config_.seed);
   totals_ = SimTotals{};
   totals_.nodes = n_;
@@ -83,7 +83,7 @@ ClusterState ClusterSimulator::reset() {
   prev_loss_ = 0;
   std::fill(slowdown_.begin(), slowdown_.end(), 1.0);
   plan_ = initial_plan_;
-  simulate(window_, nullptr);
+  simulate(window_, listener);
   return make_state();
 }
 

@@ -39,8 +39,9 @@ class ClusterSimulator {
   ClusterSimulator(SimConfig config, BatchBounds bounds, std::vector<int32_t> initial_plan, int64_t window);
 
   // Starts over (same seed, same run) and simulates the first window with the initial plan, as a
-  // real run does before its first decision; returns that window's state.
-  ClusterState reset();
+  // real run does before its first decision; returns that window's state. A `listener` may end
+  // that window early, as in step_window.
+  ClusterState reset(BatchPolicy* listener = nullptr);
   // Simulates the plan up to the next regular decision (every `window` steps; fewer when the
   // target is reached) and returns those steps' state. With a `listener`, it sees every step's
   // compute times and may ask for a decision before the window ends: one more step is simulated

@@ -109,7 +109,7 @@ std::vector<SimPolicyResult> run_sim_policies(const SimRunOptions& options) {
       windows = open_out(dir / "sim_windows.jsonl");
     }
 
-    ClusterState state = sim.reset();
+    ClusterState state = sim.reset(policy.get());
     if (windows.is_open()) windows << window_record(state, sim.sim_time()).dump() << '\n';
     int64_t count = 1;
     while (!sim.done()) {

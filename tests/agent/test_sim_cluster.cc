@@ -173,6 +173,19 @@ workload: {noise: 0}
   EXPECT_EQ(sim.steps(), 30);
 }
 
+// The first window too: a listener passed to reset() may end it early (a run's first decision
+// brought forward), and the next window ends on the regular grid.
+TEST(SimClusterTest, AListenerCanEndTheFirstWindowEarly) {
+  ClusterSimulator sim(parse_sim_config("{nodes: 4, workload: {noise: 0}}"), bounds(), {32}, 10);
+  AskAt listener(3);
+  ClusterState s = sim.reset(&listener);
+  EXPECT_EQ(sim.steps(), 5);
+  EXPECT_EQ(s.window, 0);
+  EXPECT_EQ(s.nodes[0].steps, 5);
+  s = sim.step_window(plan_of(sim.plan()), &listener);
+  EXPECT_EQ(sim.steps(), 10);
+}
+
 TEST(SimClusterTest, RejectsInfeasiblePlans) {
   ClusterSimulator sim(parse_sim_config("nodes: 4"), bounds(), {32}, 10);
   sim.reset();

@@ -1,7 +1,8 @@
 """A change inside a window, through the real CLI: rank 1 slows 5x at step 25 of a 2-rank run that
 decides every 10 steps. The shipped dynamix policy notices it within 3 steps and decides at once
 (decisions.jsonl: trigger "change", before the regular decision at step 30), moving batch away
-from rank 1; the heuristics decide on the window's steps only."""
+from rank 1; the heuristics decide on the window's steps only. A run that starts unbalanced (rank 1
+3x slower from step 1) gets its first decision before the first window ends (StartCheck)."""
 import json
 import os
 
@@ -62,6 +63,14 @@ def main():
         aligned = train(d, "dynamix", CONFIG.replace("at_step: 25", "at_step: 27"), "aligned")
         if one_step_windows(aligned):
             fail(f"a decision one step after another: {[(x['step'], x['trigger']) for x in aligned]}")
+
+        # Unbalanced from the start: the first decision comes before step 10 and moves batch off
+        # rank 1 (the first step is set aside, then 3 steps at least).
+        start = train(d, "dynamix", CONFIG.replace("slowdown: [1, 1]", "slowdown: [1, 3]"), "start")
+        first = start[0]
+        if not (5 <= first["step"] < 10 and first["trigger"] == "change" and first["plan"][1] < first["plan"][0]):
+            fail(f"unbalanced start: first decision {first}, expected one before step 10 moving batch off rank 1")
+        print(f"unbalanced start: first decision at step {first['step']}, plan {first['plan']}")
 
         prop = train(d, "proportional")
         if any(x["trigger"] != "window" or x["step"] % 10 for x in prop):

@@ -1,0 +1,39 @@
+// DYNAMIX — the first decision of a run, brought forward. A run starts from a guessed plan
+// (usually the same batch everywhere) and has no fitted model yet for ChangeAlarm to compare
+// with; when the ranks' compute times under that plan differ clearly and by much, every step
+// until the window ends runs unbalanced. Only ratios are compared, so no unit or scale matters.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace dynamix {
+
+class StartCheck {
+ public:
+  struct Options {
+    double spread = 1.25;   // slowest / fastest mean compute time that is worth a decision
+    int32_t min_steps = 3;  // steps it needs (after the first, which start-up costs inflate)
+  };
+  StartCheck() : StartCheck(Options{}) {}
+  explicit StartCheck(Options options);
+
+  // A run (or a simulated episode) starts: the next step observed is its first.
+  void arm();
+  // A decision was taken: the check has nothing left to do.
+  void disarm() { armed_ = false; }
+  bool armed() const { return armed_; }
+  // One step's compute times, one per rank. True once, at the step where the slowest rank's mean
+  // exceeds `spread` times the fastest's even with each moved z relative standard errors toward
+  // the other (the pooled step-to-step noise; z = 1 + sqrt(2 ln n) for the extremes of n ranks).
+  bool observe(const std::vector<double>& compute_s);
+
+ private:
+  Options options_;
+  std::vector<double> sum_, sum_sq_;
+  int32_t steps_ = 0;
+  bool seen_first_ = false;
+  bool armed_ = true;
+};
+
+}  // namespace dynamix
