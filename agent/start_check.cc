@@ -25,8 +25,8 @@ void StartCheck::arm() {
 bool StartCheck::observe(const std::vector<double>& compute_s) {
   if (!armed_ || compute_s.size() < 2) return false;
   if (!std::exchange(seen_first_, true)) return false;  // the process's first step: start-up costs
-  const bool usable = std::all_of(compute_s.begin(), compute_s.end(),
-                                  [](double t) { return t > 0 && std::isfinite(t); });
+  const bool usable =
+      std::all_of(compute_s.begin(), compute_s.end(), [](double t) { return t > 0 && std::isfinite(t); });
   if (!usable) return false;
   if (sum_.size() != compute_s.size()) {
     sum_.assign(compute_s.size(), 0.0);
