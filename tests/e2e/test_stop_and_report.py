@@ -52,9 +52,9 @@ def recent_loss_is_printed(d):
 def start(d, name, sets=(), launcher=True):
     out = d / name
     cfg = write(d / f"{name}.yaml", CONFIG.replace("OUT", str(out)))
-    slow = ["hetero.slowdown=[8.0, 8.0]"] + list(sets)
+    slow = ["hetero.slowdown=[40.0, 40.0]"] + list(sets)
     cmd = train_cmd(2, cfg, slow) if launcher else [DYNAMIX, "train", "--config", str(cfg), "--set",
-                                                    "batch.init=[8]", "--set", "hetero.slowdown=[8.0]"] + \
+                                                    "batch.init=[8]", "--set", "hetero.slowdown=[40.0]"] + \
         [a for s in sets for a in ("--set", s)]
     print("+", " ".join(cmd), flush=True)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
