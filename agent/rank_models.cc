@@ -78,7 +78,6 @@ void RankTimeModels::observe(const ClusterState& state) {
     history_.assign(n, {});
     models_.assign(n, {});
   }
-  const std::vector<Model> before = options_.score_persistence ? models_ : std::vector<Model>{};
   readings_.assign(n, {});
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = state.nodes[i];
@@ -104,10 +103,10 @@ void RankTimeModels::observe(const ClusterState& state) {
     reading.residual = residual(h, models_[i]);
     reading.observations = int32_t(h.size());
   }
-  if (options_.score_persistence) score_forecasts(state, before);
+  if (options_.score_persistence) score_forecasts(state);
 }
 
-void RankTimeModels::score_forecasts(const ClusterState& state, const std::vector<Model>& before) {
+void RankTimeModels::score_forecasts(const ClusterState& state) {
   const size_t n = state.nodes.size();
   last_log_ratio_.resize(n, std::nan(""));
   double model_sq = 0, persistence_sq = 0;
@@ -115,9 +114,10 @@ void RankTimeModels::score_forecasts(const ClusterState& state, const std::vecto
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = state.nodes[i];
     const bool measured = std::isfinite(r.compute_s) && r.compute_s > 0 && r.batch_size > 0;
-    // A restart is a jump, which the restart itself handles; only steady windows are scored.
-    if (measured && !readings_[i].restarted && before[i].valid && std::isfinite(last_log_ratio_[i])) {
-      const double e = std::log(r.compute_s / before[i].at(r.batch_size));
+    // A restart is a jump, which the restart itself handles; only steady windows are scored. A
+    // finite last ratio means the model before this window was valid, and surprise is its forecast.
+    if (measured && !readings_[i].restarted && std::isfinite(last_log_ratio_[i])) {
+      const double e = std::log(readings_[i].surprise);
       model_sq += e * e;
       persistence_sq += (e - last_log_ratio_[i]) * (e - last_log_ratio_[i]);
       ++scored;

@@ -80,7 +80,7 @@ class RankTimeModels {
   std::vector<Reading> readings_;
   // Persistence scoring: each rank's log(measured / model) of its newest window after the fit
   // (NaN: none), and forgetting-weighted sums of both forecasts' mean squared log error.
-  void score_forecasts(const ClusterState& state, const std::vector<Model>& before);
+  void score_forecasts(const ClusterState& state);
   std::vector<double> last_log_ratio_;
   double model_error_ = 0, persistence_error_ = 0;
   int32_t scored_windows_ = 0;

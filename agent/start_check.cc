@@ -41,17 +41,17 @@ bool StartCheck::observe(const std::vector<double>& compute_s) {
 
   const size_t n = sum_.size();
   const double k = steps_;
-  std::vector<double> cv(n);
+  cv_.resize(n);
   double lo = HUGE_VAL, hi = 0;
   for (size_t i = 0; i < n; ++i) {
     const double mean = sum_[i] / k;
     const double var = std::max(0.0, (sum_sq_[i] - k * mean * mean) / (k - 1));
-    cv[i] = std::sqrt(var) / mean;
+    cv_[i] = std::sqrt(var) / mean;
     lo = std::min(lo, mean);
     hi = std::max(hi, mean);
   }
-  std::nth_element(cv.begin(), cv.begin() + long(n / 2), cv.end());
-  const double rel_se = cv[n / 2] / std::sqrt(k);
+  std::nth_element(cv_.begin(), cv_.begin() + long(n / 2), cv_.end());
+  const double rel_se = cv_[n / 2] / std::sqrt(k);
   const double z = 1 + std::sqrt(2 * std::log(double(n)));
   const double slow = hi * (1 - z * rel_se), fast = lo * (1 + z * rel_se);
   if (!(slow > 0) || slow < options_.spread * fast) return false;

@@ -31,6 +31,7 @@ class StartCheck {
  private:
   Options options_;
   std::vector<double> sum_, sum_sq_;
+  std::vector<double> cv_;  // per-rank relative spread, kept: no allocation per step
   int32_t steps_ = 0;
   bool seen_first_ = false;
   bool armed_ = true;

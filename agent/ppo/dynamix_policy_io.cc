@@ -8,6 +8,7 @@
 #include "agent/ppo/dynamix_policy.h"
 #include "agent/ppo/ppo_learner.h"
 #include "framework/core/error.h"
+#include "framework/core/file_io.h"
 
 namespace dynamix {
 namespace {
@@ -153,17 +154,7 @@ void DynamixPolicy::load_state(const std::string& blob) {
   if (!blob.empty()) load_archive(blob, "policy state from checkpoint");
 }
 
-void DynamixPolicy::save(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    DYNAMIX_CHECK(out, "dynamix: cannot write policy file " + tmp);
-    write_archive(out);
-    out.flush();
-    DYNAMIX_CHECK(out, "dynamix: write failed for policy file " + tmp);
-  }
-  DYNAMIX_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "dynamix: cannot rename " + tmp + " to " + path);
-}
+void DynamixPolicy::save(const std::string& path) const { write_file_atomically(path, save_state()); }
 
 void DynamixPolicy::load_archive(const std::string& bytes, const std::string& source) {
   std::istringstream in(bytes);

@@ -91,8 +91,9 @@ constexpr const char* kEpisodeKinds[] = {"homogeneous", "static", "step",    "tr
 std::string draw_events(Draw& d, SimConfig& c, int64_t steps, int64_t window) {
   const int32_t n = c.nodes;
   auto group = [&] { return d.ranks(n, 1 + d.below(std::max(1, n / (d.chance(0.3) ? 2 : 8)))); };
-  auto event = [&](int64_t at, std::vector<int32_t> ranks, double slowdown, int64_t duration) {
-    c.events.push_back({at, std::move(ranks), slowdown, duration});
+  auto event = [&](int64_t at, std::vector<int32_t> ranks, double slowdown, int64_t duration,
+                   int64_t period = 0) {
+    c.events.push_back({at, std::move(ranks), slowdown, duration, period});
   };
   const double slowdown = d.log_uniform(1.3, 6.0);
   const int64_t at = static_cast<int64_t>(d.uniform(0.1, 0.6) * steps);
@@ -128,7 +129,7 @@ std::string draw_events(Draw& d, SimConfig& c, int64_t steps, int64_t window) {
         std::vector<int32_t> members;
         for (size_t k = size_t(g); k < ranks.size(); k += size_t(groups)) members.push_back(ranks[k]);
         if (members.empty()) continue;
-        c.events.push_back({at + period * g / groups, std::move(members), slowdown, 0, period});
+        event(at + period * g / groups, std::move(members), slowdown, 0, period);
       }
       break;
     }

@@ -11,6 +11,7 @@
 #include "agent/baseline_factory.h"
 #include "agent/plan_projection.h"
 #include "framework/core/error.h"
+#include "framework/core/file_io.h"
 
 namespace dynamix {
 namespace {
@@ -24,20 +25,10 @@ std::ofstream open_out(const fs::path& path) {
 }
 
 // The policy as the run left it (dynamix: with policy.learn: true, what it learned) in the format
-// policy.checkpoint reads; heuristics keep no state and write none. Written whole, then renamed.
+// policy.checkpoint reads; heuristics keep no state and write none.
 void save_policy_state(const BatchPolicy& policy, const fs::path& dir) {
   const std::string state = policy.save_state();
-  if (state.empty()) return;
-  const fs::path tmp = dir / "policy.pt.tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << state;
-    out.flush();
-    DYNAMIX_CHECK(out.good(), "output.dir: cannot write '" + tmp.string() + "'");
-  }
-  std::error_code ec;
-  fs::rename(tmp, dir / "policy.pt", ec);
-  DYNAMIX_CHECK(!ec, "output.dir: cannot rename '" + tmp.string() + "': " + ec.message());
+  if (!state.empty()) write_file_atomically((dir / "policy.pt").string(), state);
 }
 
 // The policy must return a feasible plan; a broken one is projected (and says so) rather than

@@ -11,4 +11,8 @@ namespace dynamix {
 bool write_fully(int fd, const char* data, size_t size);
 inline bool write_fully(int fd, const std::string& s) { return write_fully(fd, s.data(), s.size()); }
 
+// Writes `bytes` to PATH.tmp, then renames it to PATH: readers see the old file or the whole new
+// one. Throws dynamix::Error naming the file and the reason; no .tmp is left behind.
+void write_file_atomically(const std::string& path, const std::string& bytes);
+
 }  // namespace dynamix

@@ -90,22 +90,7 @@ void RunOutputs::append(Log& log, const nlohmann::json& line) {
 }
 
 void RunOutputs::write_file(const std::string& name, const std::string& text) const {
-  const std::string path = dir_ + "/" + name;
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot write " + tmp + ": " + errno_text());
-  const bool ok = write_fully(fd, text);
-  const int saved = errno;
-  if (::close(fd) != 0 || !ok) {
-    const std::string why = std::strerror(ok ? errno : saved);
-    ::unlink(tmp.c_str());
-    throw Error("cannot write " + tmp + ": " + why);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_text();
-    ::unlink(tmp.c_str());
-    throw Error("cannot rename " + tmp + " to " + path + ": " + why);
-  }
+  write_file_atomically(dir_ + "/" + name, text);
 }
 
 void RunOutputs::write_summary(const nlohmann::json& summary) {

@@ -372,7 +372,7 @@ bool Trainer::run() {
     maybe_evaluate(true);
     save_checkpoint();
   }
-  if (outputs_ && policy_) outputs_->write_policy(policy_->save_state());
+  if (outputs_) outputs_->write_policy(progress_.policy_state);  // serialized by that checkpoint
   write_summary();
   check_outputs_written();  // the last checkpoint and the summary, or a write since the last step
   if (!stopped && console_) console_->result(run_summary_line(), summary());
