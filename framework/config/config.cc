@@ -394,6 +394,7 @@ Config parse_config(const std::string& yaml_text, const std::string& origin,
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);  // empty file: all defaults
   if (!root.IsMap()) where.fail("", "the top level must be a mapping of keys (model, train, batch, ...)");
   for (const auto& o : overrides) apply_override(root, o, where);
+  check_no_control_characters(root, "", where);
 
   Config config;
   const YamlReader reader(where);

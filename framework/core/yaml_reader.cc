@@ -137,6 +137,31 @@ YAML::Node load_yaml_text(const std::string& text, const std::string& origin) {
   }
 }
 
+void check_no_control_characters(const YAML::Node& node, const std::string& path,
+                                 const ConfigOrigin& origin) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+      check_no_control_characters(kv.first, join_key(path, key), origin);
+      check_no_control_characters(kv.second, join_key(path, key), origin);
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      check_no_control_characters(node[i], path + "[" + std::to_string(i) + "]", origin);
+    }
+  } else if (node.IsScalar()) {
+    const std::string& s = node.Scalar();
+    for (size_t i = 0; i < s.size(); ++i) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x20 && c != 0x7f) continue;
+      char byte[8];
+      std::snprintf(byte, sizeof(byte), "0x%02x", c);
+      origin.fail(path, quoted(path) + " must not contain control characters, got byte " + byte +
+                            " at offset " + std::to_string(i) + " of " + quoted(s.substr(0, i)) + "...");
+    }
+  }
+}
+
 void apply_override(YAML::Node& root, const std::string& override_text, ConfigOrigin& origin) {
   check_utf8(override_text, origin.file() + ": override");
   const auto eq = override_text.find('=');

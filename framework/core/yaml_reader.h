@@ -33,6 +33,10 @@ class ConfigOrigin {
 YAML::Node load_yaml_text(const std::string& text, const std::string& origin);
 // Applies "key.sub=value" (value parsed as YAML) to `root`, creating parent mappings as needed.
 void apply_override(YAML::Node& root, const std::string& override_text, ConfigOrigin& origin);
+// Keys and values hold no control characters (bytes below 0x20, and 0x7f): a carriage return or a
+// line break inside a name is a mangled file, and would not survive the run's saved config.yaml
+// (YAML folds line breaks). Throws naming the key path.
+void check_no_control_characters(const YAML::Node& node, const std::string& path, const ConfigOrigin& origin);
 // Block-style YAML text of a node.
 std::string emit_yaml(const YAML::Node& node);
 // "a.b" from ("a", "b"); "b" from ("", "b").
