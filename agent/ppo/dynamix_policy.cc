@@ -160,8 +160,9 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     // and a short window's split would chase it (a homogeneous run moved a rank to 35 of 32 for
     // 80 steps on such an alarm).
     const auto& readings = models_.readings();
-    const bool unconfirmed = asked_by_alarm && std::none_of(readings.begin(), readings.end(),
-                                                            [](const auto& r) { return r.restarted; });
+    const bool restarted =
+        std::any_of(readings.begin(), readings.end(), [](const auto& r) { return r.restarted; });
+    const bool unconfirmed = asked_by_alarm && !restarted;
     const BalanceView view = balance_view(s, models_, target_batch(s, current));
     EncodedState enc = encode_state(s, models_, view);
     ablate_features(enc, config_.ablate);
@@ -212,6 +213,10 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
       desired[i] = current[i] * std::pow(target / current[i], move.fraction);
     }
     BatchBounds bounds = s.bounds;
+    // A confirmed change (some rank's model restarted) lifts the per-window limit: the plan it
+    // bounded was fitted to speeds that are gone, and a 4x slowdown halved per window takes two
+    // windows to absorb (a recovering rank at 8 samples takes four).
+    if (asked_by_alarm && restarted && !models_.tracking()) bounds.max_change = 0;
     bounds.fixed_global = true;
     bounds.global_batch = static_cast<int32_t>(std::lround(view.global_batch));
     BatchPlan projected = project_plan(desired, current, bounds);

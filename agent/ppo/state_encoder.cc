@@ -166,7 +166,10 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = s.nodes[i];
     const double predicted = models.models()[i].at(r.batch_size);
-    if (r.compute_s > 0 && predicted > 0) scale[i] = clamp(r.compute_s / predicted, 0.05, 20);
+    // A restarted model already rests on the window's newest steps (restart_at_recent): the
+    // window's mean, half before the change, would pull the fast proposal back toward the old speed.
+    const bool restarted = models.readings()[i].restarted;
+    if (r.compute_s > 0 && predicted > 0 && !restarted) scale[i] = clamp(r.compute_s / predicted, 0.05, 20);
     v.proportional[i] = r.compute_s > 0 ? r.batch_size / r.compute_s : 0;
     rate_sum += v.proportional[i];
   }

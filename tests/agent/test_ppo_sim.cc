@@ -185,6 +185,38 @@ TEST(ShippedPolicy, ReachesTheBalancedPlanWithinAFewWindowsFromAnyStart) {
   }
 }
 
+// Rank 1 of four slows 4x late in a window, as in configs/fashion_mnist_dynamic.yaml: 10 steps
+// before, 4 after (the window's mean 1.86x, its last quarter 4x). When the change alarm asked
+// for the decision, the shipped policy moves rank 1 to its balanced share (about 11 of 128) at
+// once, past the per-window limit (max_change 0.5 stops at 16); a regular window decision on the
+// same readings keeps the limit.
+TEST(ShippedPolicy, AChangeTheAlarmReportsIsAbsorbedInOneDecision) {
+  auto decide_after_slowdown = [](bool alarm) {
+    DynamixPolicy policy(shipped());
+    ClusterState s;
+    s.bounds = bounds(128);
+    s.bounds.max.assign(4, 256);
+    s.nodes.resize(4);
+    for (auto& r : s.nodes) {
+      r.batch_size = 32;
+      r.compute_s = r.compute_recent_s = 0.032;
+      r.compute_rel_se = 0.02;
+    }
+    for (int w = 0; w < 4; ++w) {
+      s.window = w;
+      EXPECT_EQ(policy.decide(s).batch_sizes, (std::vector<int32_t>(4, 32))) << "window " << w;
+    }
+    for (int step = 0; step < 3 && alarm; ++step) policy.wants_decision({0.032, 0.128, 0.032, 0.032});
+    s.window = 4;
+    s.nodes[1].compute_s = (10 * 0.032 + 4 * 0.128) / 14;
+    s.nodes[1].compute_recent_s = 0.128;
+    return policy.decide(s).batch_sizes;
+  };
+  const std::vector<int32_t> asked = decide_after_slowdown(true);
+  EXPECT_LE(asked[1], 12) << "plan [" << asked[0] << "," << asked[1] << "," << asked[2] << "," << asked[3] << "]";
+  EXPECT_EQ(decide_after_slowdown(false)[1], 16);
+}
+
 TEST(PpoPretrain, TrainsOverRandomClustersSavesAndReloads) {
   PretrainOptions o;
   o.episodes = 6;
