@@ -213,7 +213,8 @@ TEST(ShippedPolicy, AChangeTheAlarmReportsIsAbsorbedInOneDecision) {
     return policy.decide(s).batch_sizes;
   };
   const std::vector<int32_t> asked = decide_after_slowdown(true);
-  EXPECT_LE(asked[1], 12) << "plan [" << asked[0] << "," << asked[1] << "," << asked[2] << "," << asked[3] << "]";
+  EXPECT_LE(asked[1], 12) << "plan [" << asked[0] << "," << asked[1] << "," << asked[2] << "," << asked[3]
+                          << "]";
   EXPECT_EQ(decide_after_slowdown(false)[1], 16);
 }
 
