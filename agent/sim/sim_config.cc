@@ -10,6 +10,7 @@
 #include "agent/sim/profile_fit.h"
 #include "agent/sim/sim_rng.h"
 #include "framework/core/error.h"
+#include "framework/core/stats.h"
 #include "framework/core/yaml_reader.h"
 
 namespace dynamix {
@@ -221,8 +222,7 @@ double SimEvent::factor_at(int64_t t) const {
   const bool active = at_step <= t && (duration_steps == 0 || t < at_step + duration_steps);
   if (!active || (!drift() && duration_steps == 0)) return 1.0;
   if (!drift()) return slowdown;
-  const double phase = 2 * M_PI * double((t - at_step) % period_steps) / double(period_steps);
-  return std::pow(slowdown, 0.5 * (1 - std::cos(phase)));
+  return drift_factor(slowdown, t - at_step, period_steps);
 }
 
 std::vector<std::string> sim_preset_names() {

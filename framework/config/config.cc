@@ -229,6 +229,11 @@ Fields event_fields(HeteroEvent& e, const YamlReader& r) {
          e.bandwidth_mbps = r.number(v, p);
          r.require(*e.bandwidth_mbps >= 0, v, p, "must be >= 0 (0 = unlimited)");
        }},
+      {"period_steps",
+       [&](const Node& v, const Path& p) {
+         e.period_steps = r.integer(v, p);
+         r.require(e.period_steps == 0 || e.period_steps >= 2, v, p, "must be 0 (a step change) or >= 2");
+       }},
   };
 }
 
@@ -243,11 +248,17 @@ Fields hetero_fields(HeteroConfig& h, const YamlReader& r) {
          h.events.clear();
          r.list(v, p, [&](const Node& ev, const Path& ep) {
            HeteroEvent e;
-           if (!ev.IsMap())
-             r.fail(ep, "'" + ep + "' must be a mapping {at_step, rank, slowdown, bandwidth_mbps}");
+           if (!ev.IsMap()) {
+             r.fail(ep,
+                    "'" + ep + "' must be a mapping {at_step, rank, slowdown, bandwidth_mbps, period_steps}");
+           }
            r.section(ev, ep, event_fields(e, r));
            if (!e.slowdown && !e.bandwidth_mbps) {
              r.fail(ep, "'" + ep + "' must set 'slowdown' or 'bandwidth_mbps' (or both)");
+           }
+           if (e.period_steps > 0 && (!e.slowdown || e.bandwidth_mbps)) {
+             r.fail(ep, "'" + ep +
+                            "' is a drift (period_steps): it must set 'slowdown' and not 'bandwidth_mbps'");
            }
            h.events.push_back(e);
          });

@@ -81,6 +81,9 @@ struct HeteroEvent {
   int32_t rank = 0;
   std::optional<double> slowdown;        // new compute slowdown factor (>= 1)
   std::optional<double> bandwidth_mbps;  // new link cap (0 = unlimited)
+  // > 0: a drift. From at_step to the end of the run the rank's slowdown is multiplied by a factor
+  // moving smoothly from 1 to `slowdown` and back every period_steps steps (drift_factor).
+  int64_t period_steps = 0;
 };
 
 struct HeteroConfig {

@@ -95,4 +95,12 @@ inline double relative_standard_error(double sum, double sum_sq, double n) {
 // before and the after.
 inline int64_t recent_steps(int64_t window_steps) { return std::max<int64_t>(1, window_steps / 4); }
 
+// A drifting speed (co-located load, thermal throttling): the slowdown factor `steps` steps into
+// a drift moves smoothly from 1 to `slowdown` and back every `period` steps (a raised cosine).
+// One formula for the simulator's drift events and the trainer's heterogeneity emulation.
+inline double drift_factor(double slowdown, int64_t steps, int64_t period) {
+  const double phase = 2 * M_PI * double(steps % period) / double(period);
+  return std::pow(slowdown, 0.5 * (1 - std::cos(phase)));
+}
+
 }  // namespace dynamix

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <thread>
 
+#include "framework/core/stats.h"
+
 namespace dynamix {
 
 HeteroEmulator::HeteroEmulator(const HeteroConfig& config, int rank, int world)
@@ -13,7 +15,7 @@ HeteroEmulator::HeteroEmulator(const HeteroConfig& config, int rank, int world)
     if (v.empty()) return def;
     return v.size() == 1 ? v[0] : v[static_cast<size_t>(rank)];
   };
-  slowdown_ = pick(config.slowdown, 1.0);
+  base_slowdown_ = slowdown_ = pick(config.slowdown, 1.0);
   bandwidth_mbps_ = pick(config.bandwidth_mbps, 0.0);
 }
 
@@ -24,9 +26,15 @@ void HeteroEmulator::on_step(int64_t step) {
     if (applied_[k] || e.at_step > step) continue;
     applied_[k] = true;
     if (e.rank != rank_) continue;
-    if (e.slowdown) slowdown_ = *e.slowdown;
+    if (e.period_steps > 0) {
+      drifts_.push_back({*e.slowdown, e.at_step, e.period_steps});
+      continue;
+    }
+    if (e.slowdown) base_slowdown_ = *e.slowdown;
     if (e.bandwidth_mbps) bandwidth_mbps_ = *e.bandwidth_mbps;
   }
+  slowdown_ = base_slowdown_;
+  for (const Drift& d : drifts_) slowdown_ *= drift_factor(d.slowdown, step - d.at_step, d.period_steps);
 }
 
 double HeteroEmulator::compute_delay(double measured_s) const {

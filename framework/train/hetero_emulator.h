@@ -1,6 +1,7 @@
 // DYNAMIX — heterogeneity emulation on one machine: per-rank compute slowdown (sleep (f-1) x the
 // measured compute time), per-rank link cap (delay so the allreduce takes what a ring over that
-// link would), and timed events that change either. Config: `hetero` (DESIGN.md).
+// link would), timed events that change either, and drifts (events with period_steps) that move
+// a rank's slowdown smoothly up and down. Config: `hetero` (DESIGN.md).
 #pragma once
 
 #include <chrono>
@@ -16,7 +17,8 @@ class HeteroEmulator {
  public:
   HeteroEmulator(const HeteroConfig& config, int rank, int world);
 
-  // Applies every event with at_step <= step not applied yet (call at the start of each step).
+  // Applies every event with at_step <= step not applied yet, and sets the slowdown of this step:
+  // the last step change's times every started drift's factor (call at the start of each step).
   void on_step(int64_t step);
 
   double slowdown() const { return slowdown_; }
@@ -39,6 +41,12 @@ class HeteroEmulator {
   const HeteroConfig& config_;
   int rank_;
   int world_;
+  struct Drift {
+    double slowdown;
+    int64_t at_step, period_steps;
+  };
+  double base_slowdown_ = 1.0;  // what step changes set; drifts multiply it
+  std::vector<Drift> drifts_;
   double slowdown_ = 1.0;
   double bandwidth_mbps_ = 0.0;
   std::vector<bool> applied_;

@@ -60,6 +60,7 @@ hetero:
   events:
     - {at_step: 300, rank: 1, slowdown: 3.0}
     - {at_step: 400, rank: 2, bandwidth_mbps: 50}
+    - {at_step: 500, rank: 0, slowdown: 3.0, period_steps: 120}
 monitor:
   ebpf: off
   enabled: false
@@ -129,7 +130,7 @@ void expect_full(const Config& c) {
   EXPECT_FALSE(c.policy.learn);
   EXPECT_EQ(c.hetero.slowdown, (std::vector<double>{1.0, 2.0, 4.0}));
   EXPECT_EQ(c.hetero.bandwidth_mbps, (std::vector<double>{0, 0, 200}));
-  ASSERT_EQ(c.hetero.events.size(), 2u);
+  ASSERT_EQ(c.hetero.events.size(), 3u);
   EXPECT_EQ(c.hetero.events[0].at_step, 300);
   EXPECT_EQ(c.hetero.events[0].rank, 1);
   EXPECT_EQ(c.hetero.events[0].slowdown, 3.0);
@@ -138,6 +139,9 @@ void expect_full(const Config& c) {
   EXPECT_EQ(c.hetero.events[1].rank, 2);
   EXPECT_FALSE(c.hetero.events[1].slowdown.has_value());
   EXPECT_EQ(c.hetero.events[1].bandwidth_mbps, 50.0);
+  EXPECT_EQ(c.hetero.events[1].period_steps, 0);
+  EXPECT_EQ(c.hetero.events[2].slowdown, 3.0);
+  EXPECT_EQ(c.hetero.events[2].period_steps, 120);
   EXPECT_EQ(c.monitor.ebpf, EbpfMode::kOff);
   EXPECT_FALSE(c.monitor.enabled);
   EXPECT_EQ(c.backend, Backend::kMpi);

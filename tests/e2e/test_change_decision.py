@@ -2,7 +2,8 @@
 decides every 10 steps. The shipped dynamix policy notices it within 3 steps and decides at once
 (decisions.jsonl: trigger "change", before the regular decision at step 30), moving batch away
 from rank 1; the heuristics decide on the window's steps only. A run that starts unbalanced (rank 1
-3x slower from step 1) gets its first decision before the first window ends (StartCheck)."""
+3x slower from step 1) gets its first decision before the first window ends (StartCheck). A drift
+(`period_steps`) moves rank 1's emulated slowdown smoothly between 1x and 4x and back."""
 import json
 import os
 
@@ -41,6 +42,30 @@ def train(d, policy, config=CONFIG, name=None):
     return decisions(out)
 
 
+def check_drift(d):
+    """Static plan, rank 1 drifting up to 4x every 20 steps from step 0: its compute time over rank
+    0's peaks half-way through each period and is near 1 at each period's start. (The peak is what
+    a 4x step change shows on 2 ranks here, about 2.7: rank 0's measured compute is inflated by the
+    core it shares.)"""
+    config = CONFIG.replace("events: [{at_step: 25, rank: 1, slowdown: 5.0}]",
+                            "events: [{at_step: 0, rank: 1, slowdown: 4.0, period_steps: 20}]")
+    train(d, "static", config, "drift")
+    ratio = {}
+    for line in (d / "drift" / "metrics.jsonl").read_text().splitlines():
+        m = json.loads(line)
+        ratio[m["step"]] = m["compute_time"][1] / m["compute_time"][0]
+
+    def median_of(steps):  # metrics step k ran with the slowdown of step k - 1
+        v = sorted(ratio[s] for s in steps)
+        return v[len(v) // 2]
+
+    peak, trough = median_of([10, 11, 12, 30, 31, 32]), median_of([20, 21, 22, 39, 40])
+    print(f"drift: rank 1 / rank 0 compute time {peak:.2f} mid-period, {trough:.2f} at period starts")
+    if not (peak > 2.0 and trough < 1.4 and peak > 1.8 * trough):
+        fail(f"drift not followed: ratio {peak:.2f} mid-period (expected over 2), {trough:.2f} at "
+             f"period starts (expected about 1); per step {ratio}")
+
+
 def main():
     with TempDir() as d:
         dec = train(d, "dynamix")
@@ -71,6 +96,8 @@ def main():
         if not (5 <= first["step"] < 10 and first["trigger"] == "change" and first["plan"][1] < first["plan"][0]):
             fail(f"unbalanced start: first decision {first}, expected one before step 10 moving batch off rank 1")
         print(f"unbalanced start: first decision at step {first['step']}, plan {first['plan']}")
+
+        check_drift(d)
 
         prop = train(d, "proportional")
         if any(x["trigger"] != "window" or x["step"] % 10 for x in prop):

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "framework/core/error.h"
 #include "framework/train/hetero_emulator.h"
@@ -54,6 +55,42 @@ TEST(HeteroEmulator, SlowdownAndEventsIncludingCatchUpOnResume) {
   r0.on_step(25);
   EXPECT_DOUBLE_EQ(r0.slowdown(), 1.0);
   EXPECT_DOUBLE_EQ(r0.compute_delay(0.5), 0.0);
+}
+
+// A drift on rank 1 from step 100, up to 4x every 40 steps, over a step change to 2x at step 120:
+// the factors multiply, and a resumed run computes the same slowdown at once.
+TEST(HeteroEmulator, ADriftMovesTheSlowdownSmoothlyAndMultipliesStepChanges) {
+  HeteroConfig c;
+  HeteroEvent drift;
+  drift.at_step = 100;
+  drift.rank = 1;
+  drift.slowdown = 4.0;
+  drift.period_steps = 40;
+  HeteroEvent change;
+  change.at_step = 120;
+  change.rank = 1;
+  change.slowdown = 2.0;
+  c.events = {drift, change};
+  HeteroEmulator e(c, 1, 2);
+  std::vector<double> seen;
+  for (int64_t step = 0; step <= 140; ++step) {
+    e.on_step(step);
+    seen.push_back(e.slowdown());
+  }
+  EXPECT_DOUBLE_EQ(seen[99], 1.0);
+  EXPECT_NEAR(seen[100], 1.0, 1e-12);
+  EXPECT_NEAR(seen[110], 2.0, 1e-12);  // a quarter period: sqrt(4)
+  EXPECT_NEAR(seen[119], std::pow(4.0, 0.5 * (1 - std::cos(2 * M_PI * 19 / 40))), 1e-12);
+  EXPECT_NEAR(seen[120], 2.0 * 4.0, 1e-12);  // half a period, times the step change
+  EXPECT_NEAR(seen[140], 2.0, 1e-12);        // a full period: the step change alone
+  for (size_t k = 101; k < 120; ++k) EXPECT_LT(std::fabs(std::log(seen[k] / seen[k - 1])), 0.15) << k;
+  EXPECT_NEAR(e.compute_delay(0.1), (2.0 - 1.0) * 0.1, 1e-12);
+  HeteroEmulator resumed(c, 1, 2);
+  resumed.on_step(130);
+  EXPECT_NEAR(resumed.slowdown(), seen[130], 1e-12);
+  HeteroEmulator other(c, 0, 2);
+  other.on_step(120);
+  EXPECT_DOUBLE_EQ(other.slowdown(), 1.0);
 }
 
 TEST(HeteroEmulator, BandwidthCapDelayFollowsRingTraffic) {
