@@ -14,6 +14,11 @@ class ChangeAlarm {
   struct Options {
     double factor = 2.0;  // a rank this many times slower or faster than expected has changed
     int32_t steps = 3;    // consecutive steps it must stay so (one step alone is noise)
+    // > 0: the rank's mean since the arming must also be off its expected time by more than this
+    // share (the restart rule of RankTimeModels), or the alarm waits: a decision on a window whose
+    // mean does not show the change would keep the plan (DynamixPolicy) and only cut the window
+    // short. Under drifting speeds, 3 slow steps late in a window did that every few windows.
+    double confirm = 0;
   };
   ChangeAlarm() : ChangeAlarm(Options{}) {}
   explicit ChangeAlarm(Options options);
@@ -29,6 +34,8 @@ class ChangeAlarm {
   Options options_;
   std::vector<double> expected_;
   std::vector<int32_t> outside_;  // consecutive steps each rank has been outside the band
+  std::vector<double> sum_;       // each rank's compute time summed since the arming
+  int32_t observed_ = 0;          // steps since the arming
   bool armed_ = false;
 };
 

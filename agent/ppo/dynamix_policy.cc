@@ -46,6 +46,14 @@ RankTimeModels::Options model_options() {
   return o;
 }
 
+// The alarm asks only where the mean since the last decision shows the change as the models'
+// restart rule would (RankTimeModels::Options::change_threshold).
+ChangeAlarm::Options alarm_options() {
+  ChangeAlarm::Options o;
+  o.confirm = RankTimeModels::Options{}.change_threshold;
+  return o;
+}
+
 }  // namespace
 
 std::vector<double> DynamixPolicy::expected_compute(const std::vector<int32_t>& plan) const {
@@ -83,6 +91,7 @@ DynamixPolicy::DynamixPolicy(DynamixOptions o)
       node_norm_(kNodeFeatures),
       global_norm_(kGlobalFeatures),
       models_(model_options()),
+      alarm_(alarm_options()),
       reward_(o.ppo.reward),
       rollout_(std::make_unique<Rollout>()),
       rng_(o.ppo.seed) {

@@ -45,6 +45,28 @@ TEST(ChangeAlarm, SpikesAndNoiseAreNot) {
   EXPECT_TRUE(alarm.armed());
 }
 
+// With confirm 0.5 (DynamixPolicy's), the rank's mean since the arming must be 50 % off as well.
+// After 10 steps at the expected time, a 4x slowdown fires at its third step (mean 1.69x), as
+// without it; a 2.4x slowdown waits until its sixth (mean 1.53x; 1.32x at the third), and a
+// drift that puts 3 steps at 2.2x and goes back never fires.
+TEST(ChangeAlarm, WithConfirmTheMeanSinceTheArmingMustShowTheChange) {
+  ChangeAlarm::Options o;
+  o.confirm = 0.5;
+  auto after_ten = [&](std::vector<double> f) {
+    ChangeAlarm alarm(o);
+    alarm.arm({0.03, 0.03});
+    f.insert(f.begin(), 10, 1.0);
+    const int at = first_alarm(alarm, {0.03, 0.03}, 1, f);
+    return at > 0 ? at - 10 : 0;
+  };
+  EXPECT_EQ(after_ten({4, 4, 4, 4}), 3);
+  EXPECT_EQ(after_ten({2.4, 2.4, 2.4, 2.4, 2.4, 2.4, 2.4}), 6);
+  EXPECT_EQ(after_ten({1.5, 2.2, 2.2, 2.2, 1.5, 1.2, 1, 1, 1}), 0);
+  ChangeAlarm plain;
+  plain.arm({0.03, 0.03});
+  EXPECT_EQ(first_alarm(plain, {0.03, 0.03}, 1, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2.5, 2.5, 2.5}), 13);
+}
+
 TEST(ChangeAlarm, FiresOncePerArming) {
   ChangeAlarm alarm;
   alarm.arm({1.0});
