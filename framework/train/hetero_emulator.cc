@@ -27,7 +27,7 @@ void HeteroEmulator::on_step(int64_t step) {
     applied_[k] = true;
     if (e.rank != rank_) continue;
     if (e.period_steps > 0) {
-      drifts_.push_back({*e.slowdown, e.at_step, e.period_steps});
+      drifts_.push_back({e.slowdown.value_or(1.0), e.at_step, e.period_steps});
       continue;
     }
     if (e.slowdown) base_slowdown_ = *e.slowdown;
