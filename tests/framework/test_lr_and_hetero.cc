@@ -28,16 +28,19 @@ TEST(LrSchedule, LinearWarmup) {
   EXPECT_DOUBLE_EQ(lr.at(50, 200), 0.2);
 }
 
+HeteroEvent event_at(int64_t at_step, int32_t rank) {
+  HeteroEvent e;
+  e.at_step = at_step;
+  e.rank = rank;
+  return e;
+}
+
 TEST(HeteroEmulator, SlowdownAndEventsIncludingCatchUpOnResume) {
   HeteroConfig c;
   c.slowdown = {1.0, 2.0, 4.0};
-  HeteroEvent e1;
-  e1.at_step = 10;
-  e1.rank = 1;
+  HeteroEvent e1 = event_at(10, 1);
   e1.slowdown = 3.0;
-  HeteroEvent e2;
-  e2.at_step = 20;
-  e2.rank = 1;
+  HeteroEvent e2 = event_at(20, 1);
   e2.bandwidth_mbps = 100.0;
   c.events = {e1, e2};
   HeteroEmulator r1(c, 1, 3);
@@ -61,14 +64,10 @@ TEST(HeteroEmulator, SlowdownAndEventsIncludingCatchUpOnResume) {
 // the factors multiply, and a resumed run computes the same slowdown at once.
 TEST(HeteroEmulator, ADriftMovesTheSlowdownSmoothlyAndMultipliesStepChanges) {
   HeteroConfig c;
-  HeteroEvent drift;
-  drift.at_step = 100;
-  drift.rank = 1;
+  HeteroEvent drift = event_at(100, 1);
   drift.slowdown = 4.0;
   drift.period_steps = 40;
-  HeteroEvent change;
-  change.at_step = 120;
-  change.rank = 1;
+  HeteroEvent change = event_at(120, 1);
   change.slowdown = 2.0;
   c.events = {drift, change};
   HeteroEmulator e(c, 1, 2);
