@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "framework/core/error.h"
+#include "framework/core/stats.h"
 
 namespace dynamix {
 
@@ -37,8 +38,8 @@ bool ChangeAlarm::observe(const std::vector<double>& compute_s) {
     const bool outside = usable && (t > e * options_.factor || t * options_.factor < e);
     sum_[i] += usable ? t : e;  // an unusable step counts as expected
     outside_[i] = outside ? outside_[i] + 1 : 0;
-    const double mean = sum_[i] / observed_;
-    const bool confirmed = options_.confirm == 0 || std::fabs(mean - e) > options_.confirm * e;
+    const bool confirmed =
+        options_.confirm == 0 || off_by_more_than(sum_[i] / observed_, e, options_.confirm);
     fired = fired || (outside_[i] >= options_.steps && confirmed);
   }
   if (fired) armed_ = false;  // once per decision: the next decision re-arms it

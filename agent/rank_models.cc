@@ -89,7 +89,7 @@ void RankTimeModels::observe(const ClusterState& state) {
         const double predicted = m.at(r.batch_size);
         reading.surprise = r.compute_s / predicted;
         // A large misprediction means the rank changed (slowdown, interference): start afresh.
-        if (h.size() >= 2 && std::fabs(r.compute_s - predicted) > options_.change_threshold * predicted) {
+        if (h.size() >= 2 && off_by_more_than(r.compute_s, predicted, options_.change_threshold)) {
           h.clear();
           reading.restarted = true;
         }

@@ -1,5 +1,4 @@
 // DYNAMIX — DynamixPolicy persistence: one torch archive for policy files and checkpoint blobs.
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <type_traits>

@@ -95,6 +95,12 @@ inline double relative_standard_error(double sum, double sum_sq, double n) {
 // before and the after.
 inline int64_t recent_steps(int64_t window_steps) { return std::max<int64_t>(1, window_steps / 4); }
 
+// True when `measured` is off `expected` by more than `share` of it: the restart rule of the rank
+// models, which the change alarm's confirmation also applies.
+inline bool off_by_more_than(double measured, double expected, double share) {
+  return std::fabs(measured - expected) > share * expected;
+}
+
 // A drifting speed (co-located load, thermal throttling): the slowdown factor `steps` steps into
 // a drift moves smoothly from 1 to `slowdown` and back every `period` steps (a raised cosine).
 // One formula for the simulator's drift events and the trainer's heterogeneity emulation.
