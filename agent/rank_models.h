@@ -57,7 +57,7 @@ class RankTimeModels {
   // kTrackingShare of the model's, pooled over the ranks. Steady noise gives persistence about 1.6
   // times the model's error; a lag of a drifting speed makes the model's grow. Needs score_persistence.
   bool tracking() const;
-  static constexpr int32_t kTrackingWindows = 4;
+  static constexpr int32_t kTrackingWindows = 6;
   static constexpr double kTrackingShare = 0.7;
 
   // Continuous split of B over the ranks with equal predicted compute time, each b_i in

@@ -30,6 +30,13 @@ std::vector<int32_t> sanitized_current(const ClusterState& s) {
   return cur;
 }
 
+// Steps the window behind this decision had (the longest any rank reports).
+int32_t window_steps(const ClusterState& s) {
+  int32_t steps = 0;
+  for (const NodeRecord& r : s.nodes) steps = std::max(steps, r.steps);
+  return steps;
+}
+
 // Mean per-step time outside compute and straggler wait (data, allreduce, optimizer).
 double overhead_of(const ClusterState& s) {
   double sum = 0;
@@ -65,9 +72,12 @@ std::vector<double> DynamixPolicy::expected_compute(const std::vector<int32_t>& 
 
 bool DynamixPolicy::wants_decision(const std::vector<double>& compute_s) {
   if (start_.armed()) return start_.observe(compute_s);
-  if (!alarm_.observe(compute_s)) return false;
-  alarm_raised_ = true;
-  return true;
+  const bool tracking_due = cadence_.observe(models_.tracking());
+  if (alarm_.observe(compute_s)) {
+    alarm_raised_ = true;
+    return true;
+  }
+  return tracking_due;
 }
 
 double DynamixPolicy::target_batch(const ClusterState& s, const std::vector<int32_t>& current) const {
@@ -147,6 +157,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
   const std::vector<int32_t> current = sanitized_current(s);
   const bool asked_by_alarm = std::exchange(alarm_raised_, false);
   start_.disarm();  // whatever brought it, the run's first decision is taken
+  cadence_.decided(s.global.step, window_steps(s));
   try {
     {
       std::lock_guard<std::mutex> lk(queue_mutex_);
@@ -369,8 +380,10 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
   prev_batches_.clear();
   reward_.reset();
   models_.reset();
+  cadence_.reset();
   alarm_.arm({});
-  start_.arm();  // the next episode starts from its own guess
+  alarm_raised_ = false;  // a request from the episode's last steps is not the next episode's
+  start_.arm();           // the next episode starts from its own guess
   return reward;
 }
 

@@ -19,6 +19,7 @@
 #include "agent/ppo/state_encoder.h"
 #include "agent/rank_models.h"
 #include "agent/start_check.h"
+#include "agent/tracking_cadence.h"
 
 namespace at {
 class Tensor;
@@ -120,6 +121,7 @@ class DynamixPolicy : public BatchPolicy {
   StartCheck start_;
   ChangeAlarm alarm_;
   bool alarm_raised_ = false;  // the next decision is the one the alarm asked for
+  TrackingCadence cadence_;
   RewardTracker reward_;
   RewardTerms last_reward_;
   std::unique_ptr<Transition> pending_;  // last action, waiting for its reward

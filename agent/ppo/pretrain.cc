@@ -202,6 +202,55 @@ namespace {
 bool excluded(const PretrainOptions& o, const std::string& kind) {
   return std::find(o.exclude.begin(), o.exclude.end(), kind) != o.exclude.end();
 }
+
+// The validation clusters' stream: fixed, whatever the training seed, and apart from every
+// training stream (those start at seed · kGoldenGamma).
+constexpr uint64_t kValidationSeed = 0x76a11da7e5eedULL;
+
+// Episode `index` of a stream, skipping excluded kinds; `drawn` counts the stream's draws.
+PretrainEpisode next_episode(const PretrainOptions& o, int64_t& drawn) {
+  PretrainEpisode draw = random_episode(o, drawn++);
+  while (excluded(o, draw.kind)) draw = random_episode(o, drawn++);
+  return draw;
+}
+
+// Mean throughput / balanced ideal of the greedy policy over the validation clusters. Inference
+// only: no sampling, no normaliser update, no transition stored; the learner is left as it was.
+double validation_score(DynamixPolicy& policy, const PretrainOptions& o) {
+  PretrainOptions v = o;
+  v.seed = kValidationSeed;
+  policy.set_learning(false);
+  double sum = 0;
+  int64_t drawn = 0;
+  for (int64_t k = 0; k < o.validation_episodes; ++k) {
+    const PretrainEpisode draw = next_episode(v, drawn);
+    ClusterSimulator sim(draw.config, draw.bounds, {draw.batch_per_rank}, draw.window);
+    sum += run_sim_episode(policy, sim, o.windows_per_episode).ideal_ratio;
+  }
+  policy.set_learning(true);
+  return sum / double(o.validation_episodes);
+}
+
+// The best validated weights so far (DynamixPolicy::save_state) and their score.
+struct BestPolicy {
+  std::string state;
+  double score = -1;
+  int64_t episode = 0;
+};
+
+void validate(DynamixPolicy& policy, const PretrainOptions& o, int64_t episode, BestPolicy& best,
+              std::ostream& out) {
+  const double score = validation_score(policy, o);
+  const bool better = score > best.score;
+  if (better) best = {policy.save_state(), score, episode};
+  const auto flags = out.flags();
+  const auto precision = out.precision();
+  out << std::fixed << std::setprecision(4) << "validation after episode " << episode << ": throughput/ideal "
+      << score << (better ? " (best so far)" : "") << "\n"
+      << std::flush;
+  out.flags(flags);
+  out.precision(precision);
+}
 }  // namespace
 
 int run_pretrain(const PretrainOptions& o) {
@@ -224,6 +273,8 @@ int run_pretrain(const PretrainOptions& o) {
     DYNAMIX_CHECK(std::find(std::begin(kEpisodeKinds), std::end(kEpisodeKinds), k) != std::end(kEpisodeKinds),
                   "agent pretrain: --exclude '" + k + "' is not an episode kind (" + known + ")");
   }
+  DYNAMIX_CHECK(o.validate_every >= 0 && (o.validate_every == 0 || o.validation_episodes >= 1),
+                "agent pretrain: validate_every must be >= 0 and validation_episodes >= 1");
   DYNAMIX_CHECK(o.exclude.size() < std::size(kEpisodeKinds),
                 "agent pretrain: --exclude leaves no episode kind");
   std::ostream& out = o.log ? *o.log : std::cout;
@@ -248,9 +299,10 @@ int run_pretrain(const PretrainOptions& o) {
   double sum_reward = 0, sum_ratio = 0, sum_final = 0;
   int64_t in_block = 0;
   int64_t drawn = 0;  // episode index of the random stream; excluded kinds are skipped
+  BestPolicy best;
+  if (o.validate_every > 0) validate(policy, o, 0, best, out);
   for (int64_t ep = 0; ep < o.episodes; ++ep) {
-    PretrainEpisode draw = random_episode(o, drawn++);
-    while (excluded(o, draw.kind)) draw = random_episode(o, drawn++);
+    const PretrainEpisode draw = next_episode(o, drawn);
     ClusterSimulator sim(draw.config, draw.bounds, {draw.batch_per_rank}, draw.window);
     EpisodeResult r = run_sim_episode(policy, sim, o.windows_per_episode);
     sum_reward += r.mean_reward;
@@ -271,9 +323,16 @@ int run_pretrain(const PretrainOptions& o) {
       sum_reward = sum_ratio = sum_final = 0;
       in_block = 0;
     }
+    if (o.validate_every > 0 && ((ep + 1) % o.validate_every == 0 || ep + 1 == o.episodes))
+      validate(policy, o, ep + 1, best, out);
   }
   UpdateStats last = policy.last_update();
   out << "last update: " << last.to_string() << "\n";
+  if (o.validate_every > 0) {
+    policy.load_state(best.state);
+    out << "keeping the weights validated after episode " << best.episode << " (throughput/ideal "
+        << best.score << ")\n";
+  }
   if (!o.output.empty()) {
     policy.save(o.output);
     out << "saved policy to " << o.output << "\n";

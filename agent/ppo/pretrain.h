@@ -34,8 +34,14 @@ struct PretrainOptions {
   std::string checkpoint;            // start from this policy (fine-tune); empty = from scratch
   std::string output;                // save the trained policy here; empty = do not save
   std::vector<std::string> exclude;  // episode kinds never drawn (held out to test fine-tuning)
-  int64_t log_every = 50;            // episodes per progress line
-  std::ostream* log = nullptr;       // progress; nullptr = std::cout
+  // Selection: the greedy policy is scored (mean throughput / balanced ideal) on the same
+  // `validation_episodes` clusters, drawn from a stream of their own (kinds in `exclude` left
+  // out), before training and every `validate_every` episodes; the best scoring weights are saved.
+  // 0 = save the last weights.
+  int64_t validate_every = 250;
+  int64_t validation_episodes = 48;
+  int64_t log_every = 50;       // episodes per progress line
+  std::ostream* log = nullptr;  // progress; nullptr = std::cout
 };
 
 // One drawn episode: the cluster, its bounds and the decision window.

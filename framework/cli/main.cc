@@ -84,6 +84,14 @@ int main(int argc, char** argv) {
                  "episode kinds never drawn: homogeneous, static, step, transient, periodic, wave, drift, "
                  "recover (comma list; to test fine-tuning on a held-out family)")
       ->delimiter(',');
+  pt->add_option("--validate-every", pre.validate_every,
+                 "episodes between scorings of the greedy policy on fixed validation clusters; the "
+                 "best scoring weights are saved (0: save the last)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  pt->add_option("--validation-episodes", pre.validation_episodes, "validation clusters")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   pt->add_option("--log-every", pre.log_every, "episodes per progress line")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <numeric>
 #include <random>
@@ -15,6 +16,7 @@
 #include "agent/ppo/moves.h"
 #include "agent/ppo/pretrain.h"
 #include "agent/sim/cluster_simulator.h"
+#include "framework/core/error.h"
 
 namespace dynamix {
 namespace {
@@ -218,6 +220,40 @@ TEST(ShippedPolicy, AChangeTheAlarmReportsIsAbsorbedInOneDecision) {
   EXPECT_EQ(decide_after_slowdown(false)[1], 16);
 }
 
+// Decisions the shipped policy takes over 1200 simulated steps of `c` (regular window 20), and
+// how many of those in the second half came on windows of at most 6 steps.
+struct Cadence {
+  int decisions = 0, short_windows = 0;
+};
+Cadence decisions_over(const SimConfig& c) {
+  ClusterSimulator sim(c, bounds(256), {32}, 20);
+  DynamixPolicy policy(shipped());
+  ClusterState s = sim.reset(&policy);
+  Cadence seen;
+  for (int64_t step = s.global.step; step < 1200; step = s.global.step) {
+    s = sim.step_window(policy.decide(s), &policy);
+    ++seen.decisions;
+    if (step >= 600 && s.nodes[0].steps <= 6) ++seen.short_windows;
+  }
+  return seen;
+}
+
+// Drifting speeds (8 ranks in 4 groups, each moving between 1x and 4x slower every 300 steps, a
+// quarter period apart, as configs/agent_suite/dynamic_drift.yaml): the models find that the last
+// window predicts the next better than their history, and the policy then decides every quarter
+// of its 20-step window (TrackingCadence). Steady heterogeneous speeds keep the regular window.
+TEST(ShippedPolicy, DriftingSpeedsBringDecisionsForward) {
+  SimConfig drift = nodes_at(std::vector<double>(8, 1.0), 7);
+  for (int g = 0; g < 4; ++g) drift.events.push_back({75 * g, {g, g + 4}, 4.0, 0, 300});
+  const Cadence drifting = decisions_over(drift);
+  const Cadence steady = decisions_over(nodes_at({1.0, 0.8, 0.5, 0.5, 0.3, 1.0, 0.25, 0.7}, 7));
+  std::cout << "decisions in 1200 steps: drifting " << drifting.decisions << " (" << drifting.short_windows
+            << " on <= 6 steps in the second half), steady " << steady.decisions << " ("
+            << steady.short_windows << ")\n";
+  EXPECT_GE(drifting.short_windows, 40);
+  EXPECT_EQ(steady.short_windows, 0);
+}
+
 TEST(PpoPretrain, TrainsOverRandomClustersSavesAndReloads) {
   PretrainOptions o;
   o.episodes = 6;
@@ -227,6 +263,7 @@ TEST(PpoPretrain, TrainsOverRandomClustersSavesAndReloads) {
   o.log_every = 3;
   o.ppo.hidden = {16, 16};
   o.ppo.rollout_windows = 16;
+  o.validate_every = 0;  // the last weights (selection: the next test)
   o.output = ::testing::TempDir() + "dynamix_pretrain_smoke.pt";
   std::ostringstream log;
   o.log = &log;
@@ -256,6 +293,73 @@ TEST(PpoPretrain, TrainsOverRandomClustersSavesAndReloads) {
   std::remove(o.output.c_str());
   o.episodes = 0;
   EXPECT_THROW(run_pretrain(o), std::exception);
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// Pretraining scores the greedy policy on fixed validation clusters before training and every
+// `validate_every` episodes, and saves the best scoring weights: the file a run stopped at that
+// episode (without validation) would have saved, so validating leaves training untouched.
+TEST(PpoPretrain, SavesTheWeightsThatScoreBestOnTheValidationClusters) {
+  PretrainOptions o;
+  o.episodes = 20;
+  o.windows_per_episode = 8;
+  o.min_nodes = 4;
+  o.max_nodes = 16;
+  o.log_every = 100;
+  o.ppo.hidden = {16, 16};
+  o.ppo.rollout_windows = 16;
+  o.validate_every = 4;
+  o.validation_episodes = 6;
+  o.seed = 7;  // its best validation (episode 16) is neither the first nor the last
+  // No prior and a fast learner: the greedy move changes from one validation to the next.
+  o.ppo.prior_logit = 0;
+  o.ppo.prior_kl_coef = 0;
+  o.ppo.learning_rate = 1e-2;
+  o.output = ::testing::TempDir() + "dynamix_pretrain_validated.pt";
+  std::ostringstream log;
+  o.log = &log;
+  ASSERT_EQ(run_pretrain(o), 0);
+
+  std::istringstream lines(log.str());
+  std::string line;
+  int64_t best_episode = -1, kept = -1;
+  double best = -1;
+  int scored = 0;
+  while (std::getline(lines, line)) {
+    long long episode = 0;
+    double score = 0;
+    if (std::sscanf(line.c_str(), "validation after episode %lld: throughput/ideal %lf", &episode, &score) ==
+        2) {
+      ++scored;
+      if (score > best) best = score, best_episode = episode;
+    }
+    if (std::sscanf(line.c_str(), "keeping the weights validated after episode %lld", &episode) == 1)
+      kept = episode;
+  }
+  std::cout << log.str();
+  EXPECT_EQ(scored, 6);  // before training, then after episodes 4, 8, .., 20
+  ASSERT_EQ(kept, best_episode);
+  ASSERT_GT(kept, 0) << "this seed's best is the untrained policy: the test needs one in the middle";
+  ASSERT_LT(kept, o.episodes) << "this seed's best is the last policy: the test needs one in the middle";
+
+  PretrainOptions stopped = o;
+  stopped.episodes = kept;
+  stopped.validate_every = 0;
+  stopped.output = ::testing::TempDir() + "dynamix_pretrain_stopped.pt";
+  std::ostringstream quiet;
+  stopped.log = &quiet;
+  ASSERT_EQ(run_pretrain(stopped), 0);
+  EXPECT_TRUE(file_bytes(o.output) == file_bytes(stopped.output));
+  std::remove(o.output.c_str());
+  std::remove(stopped.output.c_str());
+  o.validate_every = -1;
+  EXPECT_THROW(run_pretrain(o), Error);
 }
 
 }  // namespace
