@@ -207,7 +207,7 @@ bool excluded(const PretrainOptions& o, const std::string& kind) {
 // training stream (those start at seed · kGoldenGamma).
 constexpr uint64_t kValidationSeed = 0x76a11da7e5eedULL;
 
-// Episode `index` of a stream, skipping excluded kinds; `drawn` counts the stream's draws.
+// The next episode of a stream, skipping excluded kinds; `drawn` counts the stream's draws.
 PretrainEpisode next_episode(const PretrainOptions& o, int64_t& drawn) {
   PretrainEpisode draw = random_episode(o, drawn++);
   while (excluded(o, draw.kind)) draw = random_episode(o, drawn++);
