@@ -254,17 +254,23 @@ TEST(ShippedPolicy, DriftingSpeedsBringDecisionsForward) {
   EXPECT_EQ(steady.short_windows, 0);
 }
 
-TEST(PpoPretrain, TrainsOverRandomClustersSavesAndReloads) {
+// A pretraining small enough for a unit test: short episodes of small clusters, a small network.
+PretrainOptions small_pretrain(int64_t episodes, int32_t max_nodes, const std::string& output) {
   PretrainOptions o;
-  o.episodes = 6;
+  o.episodes = episodes;
   o.windows_per_episode = 8;
   o.min_nodes = 4;
-  o.max_nodes = 64;
-  o.log_every = 3;
+  o.max_nodes = max_nodes;
   o.ppo.hidden = {16, 16};
   o.ppo.rollout_windows = 16;
+  o.output = ::testing::TempDir() + output;
+  return o;
+}
+
+TEST(PpoPretrain, TrainsOverRandomClustersSavesAndReloads) {
+  PretrainOptions o = small_pretrain(6, 64, "dynamix_pretrain_smoke.pt");
+  o.log_every = 3;
   o.validate_every = 0;  // the last weights (selection: the next test)
-  o.output = ::testing::TempDir() + "dynamix_pretrain_smoke.pt";
   std::ostringstream log;
   o.log = &log;
   ASSERT_EQ(run_pretrain(o), 0);
@@ -306,14 +312,8 @@ std::string file_bytes(const std::string& path) {
 // `validate_every` episodes, and saves the best scoring weights: the file a run stopped at that
 // episode (without validation) would have saved, so validating leaves training untouched.
 TEST(PpoPretrain, SavesTheWeightsThatScoreBestOnTheValidationClusters) {
-  PretrainOptions o;
-  o.episodes = 20;
-  o.windows_per_episode = 8;
-  o.min_nodes = 4;
-  o.max_nodes = 16;
+  PretrainOptions o = small_pretrain(20, 16, "dynamix_pretrain_validated.pt");
   o.log_every = 100;
-  o.ppo.hidden = {16, 16};
-  o.ppo.rollout_windows = 16;
   o.validate_every = 4;
   o.validation_episodes = 6;
   o.seed = 7;  // its best validation (episode 16) is neither the first nor the last
@@ -321,7 +321,6 @@ TEST(PpoPretrain, SavesTheWeightsThatScoreBestOnTheValidationClusters) {
   o.ppo.prior_logit = 0;
   o.ppo.prior_kl_coef = 0;
   o.ppo.learning_rate = 1e-2;
-  o.output = ::testing::TempDir() + "dynamix_pretrain_validated.pt";
   std::ostringstream log;
   o.log = &log;
   ASSERT_EQ(run_pretrain(o), 0);
