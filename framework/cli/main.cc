@@ -5,6 +5,7 @@
 #include "agent/ppo/pretrain.h"
 #include "bpf/monitor_cli.h"
 #include "framework/cli/commands.h"
+#include "framework/cli/number_checks.h"
 #include "framework/config/choices.h"
 
 int main(int argc, char** argv) {
@@ -26,14 +27,11 @@ int main(int argc, char** argv) {
   BenchAllreduceCommand ar;
   auto* b_ar = bench->add_subcommand("allreduce",
                                      "gradient allreduce path vs one allreduce of a flat buffer (mpirun)");
-  b_ar->add_option("--min-bytes", ar.min_bytes, "smallest buffer")->check(CLI::PositiveNumber);
-  b_ar->add_option("--max-bytes", ar.max_bytes, "largest buffer")->check(CLI::PositiveNumber);
-  b_ar->add_option("--iters", ar.iters, "timed iterations per size (0 = automatic)")
-      ->check(CLI::NonNegativeNumber);
-  b_ar->add_option("--bucket-mb", ar.bucket_mb, "bucket size of the DYNAMIX path")
-      ->check(CLI::PositiveNumber);
-  b_ar->add_option("--params", ar.params, "gradient tensors per size on the grad path")
-      ->check(CLI::PositiveNumber);
+  b_ar->add_option("--min-bytes", ar.min_bytes, "smallest buffer")->check(kPositive);
+  b_ar->add_option("--max-bytes", ar.max_bytes, "largest buffer")->check(kPositive);
+  b_ar->add_option("--iters", ar.iters, "timed iterations per size (0 = automatic)")->check(kNonNegative);
+  b_ar->add_option("--bucket-mb", ar.bucket_mb, "bucket size of the DYNAMIX path")->check(kPositive);
+  b_ar->add_option("--params", ar.params, "gradient tensors per size on the grad path")->check(kPositive);
   b_ar->add_option("--device", ar.device, "where gradients live: cpu | cuda (node-local rank's GPU)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   b_ar->add_option("--backend", ar.backend, "auto (nccl for cuda where built) | mpi | nccl")
@@ -42,9 +40,9 @@ int main(int argc, char** argv) {
   auto* b_st = bench->add_subcommand("step", "framework step time vs a bare LibTorch loop (1 rank)");
   b_st->add_option("--config,-c", st.config, "YAML configuration (default: cnn on synthetic 1x28x28, b=64)");
   b_st->add_option("--set", st.overrides, "override a config key (repeatable)");
-  b_st->add_option("--steps", st.steps, "timed steps per repeat")->check(CLI::PositiveNumber);
-  b_st->add_option("--warmup", st.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
-  b_st->add_option("--repeats", st.repeats, "alternating repeats of both loops")->check(CLI::PositiveNumber);
+  b_st->add_option("--steps", st.steps, "timed steps per repeat")->check(kPositive);
+  b_st->add_option("--warmup", st.warmup, "untimed steps first")->check(kNonNegative);
+  b_st->add_option("--repeats", st.repeats, "alternating repeats of both loops")->check(kPositive);
 
   std::string ckpt;
   bool inspect_json = false;
@@ -64,16 +62,10 @@ int main(int argc, char** argv) {
   auto* agent = app.add_subcommand("agent", "the PPO agent");
   agent->require_subcommand(1);
   auto* pt = agent->add_subcommand("pretrain", "train a policy in the simulator over randomized clusters");
-  pt->add_option("--episodes", pre.episodes, "simulated episodes")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  pt->add_option("--episodes", pre.episodes, "simulated episodes")->capture_default_str()->check(kPositive);
   pt->add_option("--seed", pre.seed, "seed of clusters, events and sampling")->capture_default_str();
-  pt->add_option("--min-nodes", pre.min_nodes, "smallest cluster")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  pt->add_option("--max-nodes", pre.max_nodes, "largest cluster")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  pt->add_option("--min-nodes", pre.min_nodes, "smallest cluster")->capture_default_str()->check(kPositive);
+  pt->add_option("--max-nodes", pre.max_nodes, "largest cluster")->capture_default_str()->check(kPositive);
   pt->add_option("--output,-o", pre.output, "save the trained policy here")->required();
   pt->add_option("--from", pre.checkpoint, "fine-tune this saved policy");
   pt->add_option("--ablate", pre.ppo.ablate,
@@ -88,13 +80,13 @@ int main(int argc, char** argv) {
                  "episodes between scorings of the greedy policy on fixed validation clusters; the "
                  "best scoring weights are saved (0: save the last)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   pt->add_option("--validation-episodes", pre.validation_episodes, "validation clusters")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   pt->add_option("--log-every", pre.log_every, "episodes per progress line")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
 
   AgentEvalCommand ev;
   auto* ae = agent->add_subcommand("eval", "every policy over a suite of simulator scenarios and seeds");
@@ -102,9 +94,7 @@ int main(int argc, char** argv) {
       ->required();
   ae->add_option("--policies", ev.policies, "policies (static, proportional and gns are always added)")
       ->delimiter(',');
-  ae->add_option("--seeds", ev.seeds, "seeds per scenario")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  ae->add_option("--seeds", ev.seeds, "seeds per scenario")->capture_default_str()->check(kPositive);
   ae->add_option("--set", ev.overrides, "override a config key in every scenario (repeatable)");
   ae->add_option("--output,-o", ev.output, "write eval.json and eval.csv here");
 
@@ -112,11 +102,11 @@ int main(int argc, char** argv) {
   auto* m = app.add_subcommand("monitor", "live table of this machine's TCP flows and system metrics");
   m->add_option("--ebpf", mon.ebpf, "eBPF probes: auto | on | off")
       ->check(CLI::IsMember(choice_names<EbpfMode>()));
-  m->add_option("--interval", mon.interval_s, "seconds between refreshes")->check(CLI::PositiveNumber);
-  m->add_option("--count", mon.count, "refreshes (0 = until interrupted)")->check(CLI::NonNegativeNumber);
+  m->add_option("--interval", mon.interval_s, "seconds between refreshes")->check(kPositive);
+  m->add_option("--count", mon.count, "refreshes (0 = until interrupted)")->check(kNonNegative);
   m->add_option("--pid", mon.pids, "watch only these processes (repeatable)");
   m->add_option("--gpu", mon.gpu_index, "NVML device index (-1 = none)");
-  m->add_option("--flows", mon.max_flows, "rows per refresh")->check(CLI::PositiveNumber);
+  m->add_option("--flows", mon.max_flows, "rows per refresh")->check(kPositive);
 
   try {
     app.parse(argc, argv);

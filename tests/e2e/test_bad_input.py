@@ -52,6 +52,16 @@ def main():
         expect_error(train_cmd(2, cfg, ["dataset.name=fashion_mnist", f"dataset.path={fm}"]),
                      "train-images-idx3-ubyte", "truncated IDX file")
         expect_error(train_cmd(2, cfg, [], ["--resume"]), "no checkpoint", "--resume without a checkpoint")
+        # Command-line numbers out of range say what they expect, and nothing is written.
+        policy = d / "policy.pt"
+        expect_error([DYNAMIX, "agent", "pretrain", "--validate-every", "-1", "-o", str(policy)],
+                     "--validate-every: must be a number >= 0, got '-1'", "negative --validate-every")
+        expect_error([DYNAMIX, "agent", "pretrain", "--validation-episodes", "0", "-o", str(policy)],
+                     "--validation-episodes: must be a number > 0, got '0'", "zero --validation-episodes")
+        expect_error([DYNAMIX, "agent", "pretrain", "--episodes", "many", "-o", str(policy)],
+                     "--episodes: must be a number > 0, got 'many'", "non-numeric --episodes")
+        if policy.exists():
+            fail("a refused pretrain command wrote its output file")
 
         # A good run, then attempts that must not touch its checkpoint.
         r = run(train_cmd(2, cfg))
