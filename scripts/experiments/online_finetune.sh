@@ -1,27 +1,30 @@
 #!/usr/bin/env bash
 # Online fine-tuning on families held out of pretraining (docs/AGENT.md, "Online fine-tuning"). For
 # each family F (periodic interference, drifting speeds): pretrain without F, then run a 16-node
-# cluster of F for 20,000 steps with the frozen policy, the same policy learning online
+# cluster of F for STEPS steps (default 20,000) with the frozen policy, the same policy learning online
 # (policy.learn: true; three runs, the updates run on a worker thread so runs differ) and the
 # heuristics; then, on a new seed of F, the held-out policy and each run's fine-tuned policy
 # (OUT/F/learningK/dynamix/policy.pt), both frozen. Writes OUT/F/curve.md (throughput / ideal per
 # fifth of each run) and OUT/F/curve.png.
-# Usage: scripts/experiments/online_finetune.sh [OUT]
+# Usage: scripts/experiments/online_finetune.sh [OUT [STEPS]]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-runs/online_finetune}
+steps=${2:-20000}
+[[ $steps =~ ^[0-9]+$ && $steps -ge 1000 ]] || { echo "online_finetune.sh: STEPS must be a whole number >= 1000, got '$steps'" >&2; exit 2; }
 bin=${DYNAMIX_BIN:-build/bin/dynamix}
 py=${PYTHON:-/usr/bin/python3}
 mkdir -p "$out/periodic" "$out/drift"
-"$py" - "$out/periodic/scenario.yaml" <<'PY'
+"$py" - "$out/periodic/scenario.yaml" "$steps" <<'PY'
 import sys
+steps = int(sys.argv[2])
 events = "\n".join(f"    - {{at_step: {t}, ranks: [2, 9], slowdown: 3.0, duration_steps: 20}}"
-                   for t in range(100, 20000, 40))
+                   for t in range(100, steps, 40))
 open(sys.argv[1], "w").write(f"""# Held out: 2 of 16 ranks 3x slower for 20 of every 40 steps.
 sim:
   nodes: 16
   seed: 5
-  max_steps: 20000
+  max_steps: {steps}
   profile: {{classes: [{{count: 16, speed: 1.0}}]}}
   events:
 {events}
@@ -31,13 +34,13 @@ batch: {{init: 32, min: 4, max: 256, global: fixed}}
 policy: {{name: static, window: 10}}
 """)
 PY
-cat >"$out/drift/scenario.yaml" <<'YAML'
+cat >"$out/drift/scenario.yaml" <<YAML
 # Held out: 16 ranks in 4 groups, each group's speed moving smoothly between 1x and 4x slower every
 # 150 steps, a quarter of a cycle apart.
 sim:
   nodes: 16
   seed: 9
-  max_steps: 20000
+  max_steps: $steps
   profile: {classes: [{count: 16, speed: 1.0}]}
   events:
     - {at_step: 0, ranks: [0, 4, 8, 12], slowdown: 4.0, period_steps: 150}
