@@ -11,8 +11,9 @@
 
 namespace dynamix {
 namespace {
-constexpr int kMinAffineObservations = 3;  // two parameters and one degree of freedom for the noise
-constexpr double kAlphaSignificance = 2;   // |alpha| / standard error to keep the fixed cost
+constexpr int kMinAffineObservations = 3;     // two parameters and one degree of freedom for the noise
+constexpr double kAlphaSignificance = 2;      // |alpha| / standard error to keep the fixed cost
+constexpr double kMedianVarianceCost = 1.57;  // variance of a median over that of a mean (pi/2)
 }  // namespace
 
 RankTimeModels::RankTimeModels() : RankTimeModels(Options{}) {}
@@ -96,14 +97,34 @@ void RankTimeModels::observe(const ClusterState& state) {
       }
       const bool after_only = reading.restarted && options_.restart_at_recent && r.compute_recent_s > 0 &&
                               std::isfinite(r.compute_recent_s);
-      h.push_back({double(r.batch_size), after_only ? r.compute_recent_s : r.compute_s});
+      // The window's relative variance per step. A restart window's scatter mixes the before and
+      // the after: it says nothing of the noise.
+      const double rel_var = r.compute_rel_se * r.compute_rel_se * r.steps;
+      const bool scatter = !reading.restarted && r.steps >= 2 && std::isfinite(rel_var);
+      h.push_back({double(r.batch_size), after_only ? r.compute_recent_s : r.compute_s, scatter ? rel_var : 0,
+                   scatter ? double(r.steps) : 0});
       while (h.size() > size_t(options_.history)) h.pop_front();
       models_[i] = fit(h);
     }
     reading.residual = residual(h, models_[i]);
     reading.observations = int32_t(h.size());
+    read_step_noise(h, reading);
   }
   if (options_.score_persistence) score_forecasts(state);
+}
+
+void RankTimeModels::read_step_noise(const std::deque<Observation>& obs, Reading& reading) const {
+  // The median window, not the mean: a window with a change inside that stayed under the restart
+  // threshold (a speed-up to 0.7x, a short stall) scatters its steps by the change, not by noise.
+  std::vector<double> variances;
+  double steps = 0;
+  for (const Observation& o : obs) {
+    if (o.steps < 2) continue;
+    variances.push_back(o.rel_var);
+    steps += o.steps;
+  }
+  reading.step_noise = variances.empty() ? 0 : std::sqrt(median(variances));
+  reading.noise_steps = steps / kMedianVarianceCost;
 }
 
 void RankTimeModels::score_forecasts(const ClusterState& state) {

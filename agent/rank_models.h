@@ -38,6 +38,11 @@ class RankTimeModels {
     bool restarted = false;  // the misprediction exceeded change_threshold: history cleared
     double residual = 0;     // weighted RMS of measured/predicted - 1 over the kept history
     int32_t observations = 0;
+    // Step-to-step scatter of the rank's compute time: the relative standard deviation per step
+    // of the median window in the kept history (0: unknown), and the steps behind it in units of
+    // a mean's (a median needs pi/2 times the steps), for its standard error.
+    double step_noise = 0;
+    double noise_steps = 0;
   };
 
   RankTimeModels();
@@ -69,7 +74,10 @@ class RankTimeModels {
  private:
   struct Observation {
     double batch, seconds;
+    double rel_var = 0;  // the window's per-step relative variance of compute time (0: unknown)
+    double steps = 0;    // the steps it came from (0: a restart window, whose scatter is not noise)
   };
+  void read_step_noise(const std::deque<Observation>& obs, Reading& reading) const;
   Model fit(const std::deque<Observation>& obs) const;
   double residual(const std::deque<Observation>& obs, const Model& m) const;
 

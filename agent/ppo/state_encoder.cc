@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "agent/noise_split.h"
 #include "agent/plan_projection.h"
 #include "framework/core/error.h"
 #include "framework/core/stats.h"
@@ -161,7 +162,14 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   rank_bounds(s.bounds, n, lo, hi);
   std::vector<double> same_speed(n, 1.0);
   shrink_noise_toward_cluster(s, models, same_speed);
-  v.predicted_compute_s = models.split(global_batch, lo, hi, v.slow, &same_speed);
+  // Ranks whose steps scatter more than the others' carry a little less (agent/noise_split.h).
+  const std::vector<double> noisy = noise_split_scale(models, global_batch, lo, hi, &same_speed);
+  std::vector<double> slow_scale(n);
+  for (size_t i = 0; i < n; ++i) slow_scale[i] = same_speed[i] * noisy[i];
+  models.split(global_batch, lo, hi, v.slow, &slow_scale);
+  for (size_t i = 0; i < n; ++i) {  // the mean time of the slowest rank, the noise factor left out
+    v.predicted_compute_s = std::max(v.predicted_compute_s, same_speed[i] * models.models()[i].at(v.slow[i]));
+  }
   double rate_sum = 0;
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = s.nodes[i];
@@ -170,6 +178,7 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
     // window's mean, half before the change, would pull the fast proposal back toward the old speed.
     const bool restarted = models.readings()[i].restarted;
     if (r.compute_s > 0 && predicted > 0 && !restarted) scale[i] = clamp(r.compute_s / predicted, 0.05, 20);
+    scale[i] *= noisy[i];
     v.proportional[i] = r.compute_s > 0 ? r.batch_size / r.compute_s : 0;
     rate_sum += v.proportional[i];
   }

@@ -33,6 +33,10 @@ ClusterSimulator::ClusterSimulator(SimConfig config, BatchBounds bounds, std::ve
   DYNAMIX_CHECK(config_.alpha_s.size() == size_t(n_) && config_.beta_s.size() == size_t(n_),
                 "sim: node models (" + std::to_string(config_.alpha_s.size()) + ") do not match sim.nodes (" +
                     std::to_string(n_) + ")");
+  if (config_.noise.empty()) config_.noise.assign(size_t(n_), config_.workload.noise);
+  DYNAMIX_CHECK(config_.noise.size() == size_t(n_),
+                "sim: per-node noise (" + std::to_string(config_.noise.size()) +
+                    ") does not match sim.nodes (" + std::to_string(n_) + ")");
   DYNAMIX_CHECK(bounds_.max.size() <= 1 || bounds_.max.size() == size_t(n_),
                 "batch.max has " + std::to_string(bounds_.max.size()) + " entries, expected 1 or " +
                     std::to_string(n_));
@@ -144,6 +148,7 @@ void ClusterSimulator::simulate(int64_t steps, BatchPolicy* listener) {
   const double* alpha = config_.alpha_s.data();
   const double* beta = config_.beta_s.data();
   const int32_t* b = plan_.data();
+  const double* noise = config_.noise.data();
   double* c = compute_.data();
   // Noise model: tr(Sigma) stays at b_noise while |G|^2 shrinks as 1/growth, so
   // B_noise = tr(Sigma)/|G|^2 grows from b_noise to b_noise·b_noise_growth (McCandlish et al.).
@@ -155,7 +160,7 @@ void ClusterSimulator::simulate(int64_t steps, BatchPolicy* listener) {
     if (B != ideal_batch_) ideal_throughput_ = balanced_throughput(B), ideal_batch_ = B;
     double max_c = 0;
     for (int32_t i = 0; i < n_; ++i) {
-      c[i] = (alpha[i] + beta[i] * b[i]) * slowdown_[size_t(i)] * rng_.lognormal_factor(w.noise);
+      c[i] = (alpha[i] + beta[i] * b[i]) * slowdown_[size_t(i)] * rng_.lognormal_factor(noise[i]);
       max_c = std::max(max_c, c[i]);
     }
     double wait = 0;

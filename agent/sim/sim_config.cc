@@ -86,12 +86,19 @@ void set_preset(const YamlReader& r, const Node& v, const Path& p, int32_t given
   c.profile = name;
 }
 
-std::vector<double> class_speeds(const YamlReader& r, const Node& v, const Path& p) {
+// Speeds and per-node step noise of {count, speed, noise} classes (noise defaults to the workload's).
+struct ClassNodes {
+  std::vector<double> speeds, noise;
+};
+
+ClassNodes class_nodes(const YamlReader& r, const Node& v, const Path& p, double default_noise) {
   r.require(v.IsSequence() && v.size() > 0, v, p, "must be a non-empty list of {count, speed}");
-  std::vector<double> speeds;
+  ClassNodes nodes;
+  auto& speeds = nodes.speeds;
   r.list(v, p, [&](const Node& cls, const Path& cp) {
     std::optional<int64_t> count;
     std::optional<double> speed;
+    double noise = default_noise;
     r.section(
         cls, cp,
         {{"count",
@@ -100,13 +107,15 @@ std::vector<double> class_speeds(const YamlReader& r, const Node& v, const Path&
             r.require(*count >= 1 && *count <= kMaxNodes, x, xp,
                       "must be in 1.." + std::to_string(kMaxNodes));
           }},
-         {"speed", [&](const Node& x, const Path& xp) { speed = number_at_least(r, x, xp, 0, true); }}});
+         {"speed", [&](const Node& x, const Path& xp) { speed = number_at_least(r, x, xp, 0, true); }},
+         {"noise", [&](const Node& x, const Path& xp) { noise = number_at_least(r, x, xp, 0, false); }}});
     if (!count || !speed) r.fail(cp, "'" + cp + "' needs count and speed");
     speeds.insert(speeds.end(), size_t(*count), *speed);
+    nodes.noise.insert(nodes.noise.end(), size_t(*count), noise);
     if (int64_t(speeds.size()) > kMaxNodes)
       r.fail(p, "'" + p + "' has more than " + std::to_string(kMaxNodes) + " nodes");
   });
-  return speeds;
+  return nodes;
 }
 
 std::vector<double> random_speeds(const YamlReader& r, const Node& v, const Path& p, const SimConfig& c) {
@@ -158,12 +167,13 @@ void parse_profile(const YamlReader& r, const Node& v, const Path& p, const Node
     c.profile = "random";
     return;
   }
-  const std::vector<double> speeds = class_speeds(r, *classes, p + ".classes");
-  if (nodes_given && int64_t(speeds.size()) != c.nodes) {
-    r.fail(p + ".classes", "'" + p + ".classes' describes " + std::to_string(speeds.size()) +
+  const ClassNodes nodes = class_nodes(r, *classes, p + ".classes", c.workload.noise);
+  if (nodes_given && int64_t(nodes.speeds.size()) != c.nodes) {
+    r.fail(p + ".classes", "'" + p + ".classes' describes " + std::to_string(nodes.speeds.size()) +
                                " nodes but sim.nodes is " + std::to_string(c.nodes));
   }
-  set_speeds(c, speeds);
+  set_speeds(c, nodes.speeds);
+  c.noise = nodes.noise;
   c.profile = "classes";
 }
 

@@ -42,6 +42,8 @@ struct SimConfig {
   std::string profile = "uniform";  // what built the node models (preset name, classes, random, fit:path)
   // Per node, resolved at parse time: compute time (alpha_s[i] + beta_s[i]·b) at slowdown 1.
   std::vector<double> alpha_s, beta_s;
+  // Per node relative std of compute time per step (a class's `noise`); empty: workload.noise.
+  std::vector<double> noise;
   std::vector<SimEvent> events;  // sorted by at_step
   SimWorkload workload;
   int64_t max_steps = 0;  // safety stop for runs that never reach the target (0 = none)
@@ -50,8 +52,8 @@ struct SimConfig {
 // Parses the `sim:` block: either the block's own mapping or a document with a top-level `sim:`
 // key. Read with the run configuration's rules (framework/core/yaml_reader.h): unknown keys, wrong
 // types and impossible values raise dynamix::Error naming the key path (prefixed by `origin`). Profiles: a
-// preset name (`profile: hetero4` or {preset: ...}), {classes: [{count, speed}]}, {random: {min_speed,
-// max_speed}} or {fit: path/to/metrics.jsonl}.
+// preset name (`profile: hetero4` or {preset: ...}), {classes: [{count, speed, noise}]} (noise optional),
+// {random: {min_speed, max_speed}} or {fit: path/to/metrics.jsonl}.
 SimConfig parse_sim_config(const std::string& yaml_text, const std::string& origin = "sim");
 
 // Builds a config from preset speeds (no YAML): `preset` as in the `profile` key.

@@ -2,6 +2,8 @@
 # Real runs of several policies on one config, interleaved (policy order rotates every repetition so
 # machine noise hits all alike); prints one row per run and the per-policy medians from summary.json.
 # Usage: scripts/experiments/compare_policies.sh CONFIG REPS OUTDIR [policy ...] [-- extra --set args]
+# A policy written POLICY@BINARY runs with that dynamix binary (e.g. dynamix@/tmp/old/dynamix, an
+# earlier build), labelled POLICY@<binary path with / as _>: two builds side by side in one rotation.
 # scripts/experiments/run_suite.py does the same over several scenarios and seeds, with CSV and
 # Markdown tables, ratios to static and the best heuristic, failure reports, and plots.
 set -euo pipefail
@@ -17,17 +19,28 @@ done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 np=$(python3 -c "import yaml,sys; print(len(yaml.safe_load(open('$config'))['batch']['init']))" 2>/dev/null || echo 4)
 mkdir -p "$out"
+labels=()
+for p in "${policies[@]}"; do
+  if [[ $p == *@* ]]; then
+    [[ -x ${p#*@} ]] || { echo "compare_policies: ${p#*@} is not an executable" >&2; exit 2; }
+    labels+=("${p%%@*}@$(tr / _ <<<"${p#*@}")")
+  else
+    labels+=("$p")
+  fi
+done
 for ((r = 0; r < reps; r++)); do
   for ((k = 0; k < ${#policies[@]}; k++)); do
-    p=${policies[$(((k + r) % ${#policies[@]}))]}
-    dir=$out/$p.$r
-    mpirun -np "$np" --oversubscribe --bind-to none build/bin/dynamix train --config "$config" --overwrite \
+    i=$(((k + r) % ${#policies[@]}))
+    p=${policies[$i]} bin=build/bin/dynamix
+    [[ $p == *@* ]] && bin=${p#*@} p=${p%%@*}
+    dir=$out/${labels[$i]}.$r
+    mpirun -np "$np" --oversubscribe --bind-to none "$bin" train --config "$config" --overwrite \
       --set policy.name="$p" --set output.dir="$dir" "${extra[@]}" >"$dir.log" 2>&1 ||
-      echo "run $p.$r FAILED (exit $?; see $dir.log)"
+      echo "run ${labels[$i]}.$r FAILED (exit $?; see $dir.log)"
     tail -n 1 "$dir.log"
   done
 done
-python3 - "$out" "${policies[@]}" <<'PY'
+python3 - "$out" "${labels[@]}" <<'PY'
 import json, statistics, sys
 from pathlib import Path
 out, policies = Path(sys.argv[1]), sys.argv[2:]

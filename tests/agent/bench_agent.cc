@@ -1,6 +1,7 @@
 // DYNAMIX — decision latency of the dynamix policy (state encoding + inference + projection).
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <random>
 
 #include "agent/ppo/default_policy.h"
@@ -53,6 +54,39 @@ void BM_DecideInference(benchmark::State& st) {
   st.SetLabel(std::to_string(n) + " ranks");
 }
 BENCHMARK(BM_DecideInference)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// Inference where a quarter of the ranks scatter 1.5-6x more than the rest (5 % step noise), each
+// window's means drawn with that noise: after 4 windows every decision searches the noise-aware
+// split (agent/noise_split.h), the worst case for latency.
+void BM_DecideNoisyRanks(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  DynamixOptions o;
+  o.learn = false;
+  o.archive = default_policy_archive();
+  o.archive_name = kDefaultPolicyName;
+  DynamixPolicy policy(o);
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<double> u(0.075, 0.3);
+  std::normal_distribution<double> z(0, 1);
+  ClusterState s = make_state(n, rng);
+  std::vector<double> base(n), noise(n);
+  for (int i = 0; i < n; ++i) {
+    base[i] = s.nodes[i].compute_s;
+    noise[i] = i % 4 == 3 ? u(rng) : 0.05;
+    s.nodes[i].steps = 20;
+    s.nodes[i].compute_rel_se = noise[i] / std::sqrt(20.0);
+  }
+  for (auto _ : st) {
+    st.PauseTiming();
+    ++s.window;  // window 0 would start a new episode (models reset) every time
+    s.global.step += 20;
+    for (int i = 0; i < n; ++i) s.nodes[i].compute_s = base[i] * (1 + s.nodes[i].compute_rel_se * z(rng));
+    st.ResumeTiming();
+    benchmark::DoNotOptimize(policy.decide(s));
+  }
+  st.SetLabel(std::to_string(n) + " ranks");
+}
+BENCHMARK(BM_DecideNoisyRanks)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
 // Online fine-tuning: adds reward, transition storage and hand-off; PPO updates run on the worker.
 void BM_DecideLearning(benchmark::State& st) {

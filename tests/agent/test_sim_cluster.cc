@@ -52,6 +52,20 @@ TEST(SimClusterTest, DeterministicForASeed) {
   EXPECT_NE(other.reset().nodes[3].compute_s, first.nodes[3].compute_s);
 }
 
+// Per-class noise reaches the simulated steps: the noisy class's windows scatter as configured.
+TEST(SimClusterTest, ClassNoiseScattersThatClassOnly) {
+  const SimConfig c = parse_sim_config(
+      "{seed: 2, profile: {classes: [{count: 2, speed: 1, noise: 0.3}, {count: 2, speed: 1, noise: 0.05}]}}");
+  ClusterSimulator sim(c, bounds(), {32}, 200);
+  sim.reset();
+  const ClusterState s = sim.step_window(plan_of({32, 32, 32, 32}));
+  for (int i = 0; i < 4; ++i) {
+    const NodeRecord& r = s.nodes[size_t(i)];
+    const double rel_sd = r.compute_rel_se * std::sqrt(double(r.steps));
+    EXPECT_NEAR(rel_sd, i < 2 ? 0.3 : 0.05, i < 2 ? 0.05 : 0.01) << i;
+  }
+}
+
 TEST(SimClusterTest, NoiselessFormulas) {
   // 8 nodes, speeds 1 or 0.5; ring: 2·7/8 · 1e8 B / 1.25e9 B/s + 14 · 50 us = 0.1407 s.
   const SimConfig c = parse_sim_config(R"(

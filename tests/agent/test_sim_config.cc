@@ -88,6 +88,19 @@ TEST(SimConfigTest, ErrorsNameTheKey) {
   EXPECT_NE(error_of("{nodes: 4, nodes: 5}").find("duplicate key 'sim.nodes'"), std::string::npos);
 }
 
+// A class may carry its own step noise (shared or spot nodes); the others keep the workload's,
+// even where the workload comes after the profile in the text.
+TEST(SimConfigTest, ClassesCarryTheirOwnNoise) {
+  const SimConfig c = parse_sim_config(
+      "{profile: {classes: [{count: 2, speed: 1, noise: 0.3}, {count: 2, speed: 0.5}]}, workload: {noise: "
+      "0.1}}");
+  EXPECT_EQ(c.noise, (std::vector<double>{0.3, 0.3, 0.1, 0.1}));
+  EXPECT_TRUE(parse_sim_config("profile: hetero4").noise.empty());  // the workload's everywhere
+  EXPECT_NE(error_of("profile: {classes: [{count: 2, speed: 1, noise: -0.1}]}")
+                .find("sim.profile.classes[0].noise"),
+            std::string::npos);
+}
+
 // Keys are read in dependency order whatever their order in the text.
 TEST(SimConfigTest, KeyOrderDoesNotMatter) {
   const SimConfig a = parse_sim_config(
