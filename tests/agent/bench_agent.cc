@@ -2,6 +2,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include "agent/ppo/default_policy.h"
@@ -40,14 +41,20 @@ ClusterState make_state(int n, std::mt19937_64& rng) {
   return s;
 }
 
+// The shipped policy, for inference or fine-tuning.
+std::unique_ptr<DynamixPolicy> shipped_policy(bool learn) {
+  DynamixOptions o;
+  o.learn = learn;
+  o.archive = default_policy_archive();
+  o.archive_name = kDefaultPolicyName;
+  return std::make_unique<DynamixPolicy>(o);
+}
+
 // Inference only (the shipped policy): what a training step waits for every window.
 void BM_DecideInference(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
-  DynamixOptions o;
-  o.learn = false;
-  o.archive = default_policy_archive();
-  o.archive_name = kDefaultPolicyName;
-  DynamixPolicy policy(o);
+  auto policy_ptr = shipped_policy(false);
+  DynamixPolicy& policy = *policy_ptr;
   std::mt19937_64 rng(1);
   ClusterState s = make_state(n, rng);
   for (auto _ : st) benchmark::DoNotOptimize(policy.decide(s));
@@ -60,11 +67,8 @@ BENCHMARK(BM_DecideInference)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchm
 // split (agent/noise_split.h), the worst case for latency.
 void BM_DecideNoisyRanks(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
-  DynamixOptions o;
-  o.learn = false;
-  o.archive = default_policy_archive();
-  o.archive_name = kDefaultPolicyName;
-  DynamixPolicy policy(o);
+  auto policy_ptr = shipped_policy(false);
+  DynamixPolicy& policy = *policy_ptr;
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<double> u(0.075, 0.3);
   std::normal_distribution<double> z(0, 1);
@@ -91,11 +95,8 @@ BENCHMARK(BM_DecideNoisyRanks)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(bench
 // Online fine-tuning: adds reward, transition storage and hand-off; PPO updates run on the worker.
 void BM_DecideLearning(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
-  DynamixOptions o;
-  o.learn = true;
-  o.archive = default_policy_archive();
-  o.archive_name = kDefaultPolicyName;
-  DynamixPolicy policy(o);
+  auto policy_ptr = shipped_policy(true);
+  DynamixPolicy& policy = *policy_ptr;
   std::mt19937_64 rng(1);
   ClusterState s = make_state(n, rng);
   for (auto _ : st) {
