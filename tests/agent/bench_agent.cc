@@ -50,61 +50,67 @@ std::unique_ptr<DynamixPolicy> shipped_policy(bool learn) {
   return std::make_unique<DynamixPolicy>(o);
 }
 
-// Inference only (the shipped policy): what a training step waits for every window.
-void BM_DecideInference(benchmark::State& st) {
-  const int n = static_cast<int>(st.range(0));
-  auto policy_ptr = shipped_policy(false);
-  DynamixPolicy& policy = *policy_ptr;
-  std::mt19937_64 rng(1);
-  ClusterState s = make_state(n, rng);
-  for (auto _ : st) benchmark::DoNotOptimize(policy.decide(s));
-  st.SetLabel(std::to_string(n) + " ranks");
-}
-BENCHMARK(BM_DecideInference)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+// Successive windows of one cluster: each rank's mean compute time drawn around its speed with
+// its step noise over 20 steps (5 % everywhere, or a quarter of the ranks 1.5-6x noisier), so
+// the models keep a history as in a run. (Passing window 0 every time would restart them.)
+struct WindowStream {
+  std::vector<double> seconds_per_sample;
+  std::mt19937_64 rng{2};
+  std::normal_distribution<double> z{0, 1};
 
-// Inference where a quarter of the ranks scatter 1.5-6x more than the rest (5 % step noise), each
-// window's means drawn with that noise: after 4 windows every decision searches the noise-aware
-// split (agent/noise_split.h), the worst case for latency.
-void BM_DecideNoisyRanks(benchmark::State& st) {
-  const int n = static_cast<int>(st.range(0));
-  auto policy_ptr = shipped_policy(false);
-  DynamixPolicy& policy = *policy_ptr;
-  std::mt19937_64 rng(1);
-  std::uniform_real_distribution<double> u(0.075, 0.3);
-  std::normal_distribution<double> z(0, 1);
-  ClusterState s = make_state(n, rng);
-  std::vector<double> base(n), noise(n);
-  for (int i = 0; i < n; ++i) {
-    base[i] = s.nodes[i].compute_s;
-    noise[i] = i % 4 == 3 ? u(rng) : 0.05;
-    s.nodes[i].steps = 20;
-    s.nodes[i].compute_rel_se = noise[i] / std::sqrt(20.0);
+  WindowStream(ClusterState& s, bool noisy_quarter) {
+    std::uniform_real_distribution<double> u(0.075, 0.3);
+    for (size_t i = 0; i < s.nodes.size(); ++i) {
+      NodeRecord& r = s.nodes[i];
+      seconds_per_sample.push_back(r.compute_s / r.batch_size);
+      r.steps = 20;
+      r.compute_rel_se = (noisy_quarter && i % 4 == 3 ? u(rng) : 0.05) / std::sqrt(20.0);
+    }
   }
+  void next(ClusterState& s) {
+    ++s.window;
+    s.global.step += 20;
+    for (size_t i = 0; i < s.nodes.size(); ++i) {
+      NodeRecord& r = s.nodes[i];
+      r.compute_s = r.compute_recent_s =
+          seconds_per_sample[i] * r.batch_size * (1 + r.compute_rel_se * z(rng));
+      r.samples_per_s = r.batch_size / r.compute_s;
+    }
+  }
+};
+
+// The shipped policy deciding window after window; `learn` fine-tunes (PPO updates run on the
+// worker) and applies its plans, inference keeps the plan of the state.
+void decide_windows(benchmark::State& st, bool learn, bool noisy_quarter) {
+  const int n = static_cast<int>(st.range(0));
+  auto policy = shipped_policy(learn);
+  std::mt19937_64 rng(1);
+  ClusterState s = make_state(n, rng);
+  WindowStream windows(s, noisy_quarter);
   for (auto _ : st) {
     st.PauseTiming();
-    ++s.window;  // window 0 would start a new episode (models reset) every time
-    s.global.step += 20;
-    for (int i = 0; i < n; ++i) s.nodes[i].compute_s = base[i] * (1 + s.nodes[i].compute_rel_se * z(rng));
+    windows.next(s);
     st.ResumeTiming();
-    benchmark::DoNotOptimize(policy.decide(s));
+    BatchPlan p = policy->decide(s);
+    if (learn)
+      for (int i = 0; i < n; ++i) s.nodes[i].batch_size = p.batch_sizes[i];
+    benchmark::DoNotOptimize(p);
   }
-  st.SetLabel(std::to_string(n) + " ranks");
+  st.SetLabel(std::to_string(n) + " ranks" +
+              (learn ? ", " + std::to_string(policy->updates()) + " updates" : ""));
 }
+
+// Inference only: what a training step waits for every window.
+void BM_DecideInference(benchmark::State& st) { decide_windows(st, false, false); }
+BENCHMARK(BM_DecideInference)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// Inference where a quarter of the ranks scatter 1.5-6x more than the rest: after 4 windows every
+// decision searches the noise-aware split (agent/noise_split.h), the worst case for latency.
+void BM_DecideNoisyRanks(benchmark::State& st) { decide_windows(st, false, true); }
 BENCHMARK(BM_DecideNoisyRanks)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
-// Online fine-tuning: adds reward, transition storage and hand-off; PPO updates run on the worker.
-void BM_DecideLearning(benchmark::State& st) {
-  const int n = static_cast<int>(st.range(0));
-  auto policy_ptr = shipped_policy(true);
-  DynamixPolicy& policy = *policy_ptr;
-  std::mt19937_64 rng(1);
-  ClusterState s = make_state(n, rng);
-  for (auto _ : st) {
-    BatchPlan p = policy.decide(s);
-    for (int i = 0; i < n; ++i) s.nodes[i].batch_size = p.batch_sizes[i];
-  }
-  st.SetLabel(std::to_string(n) + " ranks, " + std::to_string(policy.updates()) + " updates");
-}
+// Online fine-tuning: adds reward, transition storage and hand-off.
+void BM_DecideLearning(benchmark::State& st) { decide_windows(st, true, false); }
 BENCHMARK(BM_DecideLearning)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
