@@ -115,6 +115,7 @@ std::vector<double> noise_split_scale(const RankTimeModels& models, double globa
   const bool usable = models.ready() && !models.tracking();
   const std::vector<double> noise = usable ? differing_noise(models, options) : std::vector<double>{};
   if (noise.size() != n) return ones;
+  const std::vector<double> base_scale = base ? *base : ones;
   std::vector<double> scale(n), b, mean(n), sd(n);
   auto factors = [&](double z) {
     std::vector<double> f(n);
@@ -123,11 +124,10 @@ std::vector<double> noise_split_scale(const RankTimeModels& models, double globa
   };
   // E[max] of the split that equalises t_i(b_i)·(1 + z·σ_i).
   auto expected_step = [&](double z) {
-    const std::vector<double> f = factors(z);
-    for (size_t i = 0; i < n; ++i) scale[i] = (base ? (*base)[i] : 1.0) * f[i];
+    for (size_t i = 0; i < n; ++i) scale[i] = base_scale[i] * (1 + z * noise[i]);
     models.split(global_batch, lo, hi, b, &scale);
     for (size_t i = 0; i < n; ++i) {
-      mean[i] = (base ? (*base)[i] : 1.0) * models.models()[i].at(b[i]);
+      mean[i] = base_scale[i] * models.models()[i].at(b[i]);
       sd[i] = noise[i] * mean[i];
     }
     return expected_max_normal(mean, sd);
@@ -139,14 +139,20 @@ std::vector<double> noise_split_scale(const RankTimeModels& models, double globa
     const double e = expected_step(k * step);
     if (e < best) best = e, best_z = k * step;
   }
-  double z0 = std::max(0.0, best_z - step), z1 = std::min(options.max_z, best_z + step);
+  // Golden-section refinement around the best grid point; each iteration keeps one of its two
+  // inner points, so it costs one evaluation.
   const double phi = 0.5 * (std::sqrt(5.0) - 1);
+  double z0 = std::max(0.0, best_z - step), z1 = std::min(options.max_z, best_z + step);
+  double a = z1 - phi * (z1 - z0), c = z0 + phi * (z1 - z0);
+  double ea = expected_step(a), ec = expected_step(c);
   for (int it = 0; it < kRefine; ++it) {
-    const double a = z1 - phi * (z1 - z0), c = z0 + phi * (z1 - z0);
-    if (expected_step(a) < expected_step(c))
-      z1 = c;
-    else
-      z0 = a;
+    if (ea < ec) {
+      z1 = c, c = a, ec = ea;
+      a = z1 - phi * (z1 - z0), ea = expected_step(a);
+    } else {
+      z0 = a, a = c, ea = ec;
+      c = z0 + phi * (z1 - z0), ec = expected_step(c);
+    }
   }
   const double refined = 0.5 * (z0 + z1);
   const double e = expected_step(refined);

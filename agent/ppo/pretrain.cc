@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <iomanip>
 #include <iostream>
 #include <numeric>
 
@@ -12,6 +11,7 @@
 #include "agent/sim/sim_rng.h"
 #include "framework/core/error.h"
 #include "framework/core/random.h"
+#include "framework/core/strings.h"
 
 namespace dynamix {
 
@@ -243,13 +243,9 @@ void validate(DynamixPolicy& policy, const PretrainOptions& o, int64_t episode, 
   const double score = validation_score(policy, o);
   const bool better = score > best.score;
   if (better) best = {policy.save_state(), score, episode};
-  const auto flags = out.flags();
-  const auto precision = out.precision();
-  out << std::fixed << std::setprecision(4) << "validation after episode " << episode << ": throughput/ideal "
-      << score << (better ? " (best so far)" : "") << "\n"
+  out << "validation after episode " << episode << ": throughput/ideal " << format_number("%.4f", score)
+      << (better ? " (best so far)" : "") << "\n"
       << std::flush;
-  out.flags(flags);
-  out.precision(precision);
 }
 }  // namespace
 
@@ -311,15 +307,12 @@ int run_pretrain(const PretrainOptions& o) {
     ++in_block;
     if (in_block == o.log_every || ep + 1 == o.episodes) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const auto flags = out.flags();
-      const auto precision = out.precision();
-      out << std::fixed << std::setprecision(3) << "episode " << ep + 1 << "/" << o.episodes
-          << "  mean_reward " << sum_reward / in_block << "  throughput/ideal " << sum_ratio / in_block
-          << " (end of episode " << sum_final / in_block << ")  updates " << policy.updates() << "  "
-          << std::setprecision(1) << secs << " s\n"
+      out << "episode " << ep + 1 << "/" << o.episodes << "  mean_reward "
+          << format_number("%.3f", sum_reward / in_block) << "  throughput/ideal "
+          << format_number("%.3f", sum_ratio / in_block) << " (end of episode "
+          << format_number("%.3f", sum_final / in_block) << ")  updates " << policy.updates() << "  "
+          << format_number("%.1f", secs) << " s\n"
           << std::flush;
-      out.flags(flags);
-      out.precision(precision);
       sum_reward = sum_ratio = sum_final = 0;
       in_block = 0;
     }
