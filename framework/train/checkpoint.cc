@@ -2,6 +2,7 @@
 #include "framework/train/checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/MemoryOverlap.h>
 
 #include <cmath>
 #include <limits>
@@ -19,9 +20,22 @@ torch::Tensor bytes_tensor(const std::string& s) {
   return t;
 }
 
-std::string tensor_bytes(const torch::Tensor& t) {
+std::string layout(const torch::Tensor& t) {
+  std::ostringstream os;
+  os << t.sizes() << " " << t.dtype();
+  return os.str();
+}
+
+// The bytes of a 1-D uint8 tensor as bytes_tensor writes it. Anything else is refused before it
+// is copied: an archive may hold a broadcast view (stride 0) of one stored byte that claims
+// gigabytes, which contiguous() would materialize (the fuzzer's out-of-memory, fuzz_checkpoint).
+std::string tensor_bytes(const torch::Tensor& t, const std::string& key) {
+  if (t.scalar_type() != torch::kUInt8 || t.dim() != 1 || !t.is_contiguous()) {
+    throw Error("'" + key + "' is not a byte string (" + layout(t) +
+                (t.is_contiguous() ? "" : ", a strided view") + ")");
+  }
   // The archive may have been loaded onto a GPU (map_location): bytes are read on the host.
-  auto c = t.to(torch::kCPU).contiguous();
+  const auto c = t.to(torch::kCPU);
   return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
 }
 
@@ -150,10 +164,11 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
     }
     torch::Tensor t;
     ar.read("policy_state", t);
-    p.policy_state = tensor_bytes(t);
+    p.policy_state = tensor_bytes(t, "policy_state");
     for (int64_t r = 0; r < p.world_size; ++r) {
-      ar.read("rng/" + std::to_string(r), t);
-      p.rng_states.push_back(tensor_bytes(t));
+      const std::string key = "rng/" + std::to_string(r);
+      ar.read(key, t);
+      p.rng_states.push_back(tensor_bytes(t, key));
     }
   } catch (const std::exception& e) {
     throw Error("checkpoint " + origin + ": progress record unreadable: " + e.what());
@@ -165,12 +180,6 @@ TrainProgress read_progress(torch::serialize::InputArchive& ar, const std::strin
 std::string without_backtrace(const std::exception& e) {
   if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) return ce->what_without_backtrace();
   return e.what();
-}
-
-std::string layout(const torch::Tensor& t) {
-  std::ostringstream os;
-  os << t.sizes() << " " << t.dtype();
-  return os.str();
 }
 
 // LibTorch's Module::load swaps in each stored tensor whatever its shape (Tensor::set_) and
@@ -185,6 +194,10 @@ void check_layout(const torch::nn::Module& module, torch::serialize::InputArchiv
     if (stored.sizes() != want.sizes() || stored.dtype() != want.dtype()) {
       throw Error("'" + prefix + key + "' is " + layout(stored) + " in the checkpoint, " + layout(want) +
                   " in the model");
+    }
+    // A broadcast view (elements sharing memory) loads, and the optimizer's in-place update fails.
+    if (at::has_internal_overlap(stored) == at::MemOverlap::Yes) {
+      throw Error("'" + prefix + key + "' is a broadcast view in the checkpoint (its elements share memory)");
     }
   };
   for (const auto& p : module.named_parameters(/*recurse=*/false)) check(p.key(), p.value(), false);
@@ -215,7 +228,7 @@ torch::serialize::InputArchive open_archive(const std::string& payload, const st
 std::string generator_state() {
   auto gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
-  return tensor_bytes(gen.get_state());
+  return tensor_bytes(gen.get_state(), "generator state");
 }
 
 void set_generator_state(const std::string& state) {

@@ -35,13 +35,15 @@ std::string payload_of(torch::nn::Linear& model, const TrainProgress& p) {
   return encode_checkpoint(*model, opt, p);
 }
 
-// The archive encode_checkpoint writes, with `meta` as the progress record.
-std::string payload_with_meta(const std::string& meta) {
+// The archive encode_checkpoint writes, with `meta` as the progress record and `policy_state`
+// as that tensor.
+std::string payload_with_meta(const std::string& meta,
+                              const torch::Tensor& policy_state = torch::zeros({1}, torch::kUInt8)) {
   torch::nn::Linear model(3, 2);
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
   torch::serialize::OutputArchive ar, model_ar, opt_ar;
   ar.write("meta", c10::IValue(meta));
-  ar.write("policy_state", torch::zeros({1}, torch::kUInt8));
+  ar.write("policy_state", policy_state);
   std::string rng = generator_state();
   ar.write("rng/0", torch::from_blob(rng.data(), {static_cast<int64_t>(rng.size())}, torch::kUInt8).clone());
   model->save(model_ar);
@@ -60,15 +62,16 @@ std::string decode_error(const std::string& payload, torch::nn::Linear& model) {
 
 // The decode error (or "<no error>") of a minimal step-5 progress record plus `field` (",
 // \"key\": value" or empty).
-std::string minimal_meta_error(torch::nn::Linear& model, const std::string& field) {
-  return decode_error(
-      payload_with_meta(
-          R"({"step": 5, "epoch": 0, "cursor": 0, "plan": [4], "world_size": 1, "elapsed_s": 0,
+std::string minimal_meta(const std::string& field = "") {
+  return R"({"step": 5, "epoch": 0, "cursor": 0, "plan": [4], "world_size": 1, "elapsed_s": 0,
          "samples_seen": 0, "wait_fraction_sum": 0, "last_test_accuracy": -1, "best_test_accuracy": -1,
          "time_to_target_s": -1, "windows": 0, "last_window_loss": 0, "oom_events": 0, "batch_max": [],
          "model": "linear", "optimizer": "sgd", "policy": "static")" +
-          field + "}"),
-      model);
+         field + "}";
+}
+
+std::string minimal_meta_error(torch::nn::Linear& model, const std::string& field) {
+  return decode_error(payload_with_meta(minimal_meta(field)), model);
 }
 
 TEST(CheckpointDecode, RoundTrip) {
@@ -223,6 +226,19 @@ TEST(CheckpointDecode, NestedModulesAreCheckedByPath) {
   }
 }
 
+TEST(CheckpointDecode, BroadcastParametersAreRejected) {
+  // Right shape and dtype, but every element is one stored value: the optimizer's in-place
+  // update of such a parameter fails at the first step of the resumed run.
+  torch::nn::Linear saved(3, 2), model(3, 2);
+  {
+    torch::NoGradGuard no_grad;
+    saved->weight.set_(torch::zeros({1}).expand({2, 3}));
+  }
+  EXPECT_NE(decode_error(payload_of(saved, two_rank_progress()), model)
+                .find("'weight' is a broadcast view in the checkpoint"),
+            std::string::npos);
+}
+
 TEST(CheckpointDecode, IntegerFieldsMustBeIntegers) {
   // A float where an integer belongs was cast without a range check (undefined for 1e300).
   const std::string base =
@@ -264,6 +280,25 @@ TEST(CheckpointDecode, ProgressMustFitTheWorld) {
   EXPECT_NE(error_for("1", "[4, 4]", "0").find("'plan' has 2 entries for world_size 1"), std::string::npos);
   EXPECT_NE(error_for("1", "[0]", "0").find("'plan' holds batch size 0"), std::string::npos);
   EXPECT_NE(error_for("1", "[4]", "-81").find("negative step, epoch, cursor"), std::string::npos);
+}
+
+TEST(CheckpointDecode, ByteStringsMustBeStoredBytes) {
+  // The CI fuzzer ran out of memory: a byte tensor stored as a broadcast view of one byte claims
+  // any length, and copying it out (contiguous) would allocate all of it. Refused before that,
+  // as are other dtypes and shapes; the byte string our writer stores still loads.
+  torch::nn::Linear model(3, 2);
+  auto error_for = [&](const torch::Tensor& state) {
+    return decode_error(payload_with_meta(minimal_meta(), state), model);
+  };
+  EXPECT_EQ(error_for(torch::arange(5, torch::kUInt8)), "<no error>");
+  EXPECT_NE(error_for(torch::zeros({1}, torch::kUInt8).expand({int64_t{1} << 40}))
+                .find("'policy_state' is not a byte string ([1099511627776] unsigned char, a strided view)"),
+            std::string::npos);
+  EXPECT_NE(
+      error_for(torch::zeros({2}, torch::kFloat)).find("'policy_state' is not a byte string ([2] float)"),
+      std::string::npos);
+  EXPECT_NE(error_for(torch::zeros({2, 2}, torch::kUInt8)).find("'policy_state' is not a byte string"),
+            std::string::npos);
 }
 
 }  // namespace
