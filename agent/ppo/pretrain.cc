@@ -8,7 +8,6 @@
 #include <numeric>
 
 #include "agent/ppo/ppo_learner.h"
-#include "agent/sim/sim_rng.h"
 #include "framework/core/error.h"
 #include "framework/core/random.h"
 #include "framework/core/strings.h"
@@ -49,7 +48,7 @@ EpisodeResult run_sim_episode(DynamixPolicy& policy, ClusterSimulator& sim, int6
 namespace {
 
 struct Draw {
-  SimRng rng;
+  Rng rng;
   double uniform(double lo, double hi) { return lo + (hi - lo) * rng.uniform(); }
   double log_uniform(double lo, double hi) { return lo * std::pow(hi / lo, rng.uniform()); }
   int32_t below(int32_t n) {
@@ -151,7 +150,7 @@ std::string draw_events(Draw& d, SimConfig& c, int64_t steps, int64_t window) {
 }  // namespace
 
 PretrainEpisode random_episode(const PretrainOptions& o, int64_t episode) {
-  Draw d{SimRng(o.seed * kGoldenGamma + static_cast<uint64_t>(episode))};
+  Draw d{Rng(o.seed * kGoldenGamma + static_cast<uint64_t>(episode))};
   PretrainEpisode ep;
   SimConfig& c = ep.config;
   c.nodes = std::clamp(static_cast<int32_t>(std::lround(d.log_uniform(o.min_nodes, o.max_nodes + 0.49))),

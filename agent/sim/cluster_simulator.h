@@ -12,7 +12,7 @@
 #include "agent/batch_policy.h"
 #include "agent/cluster_state.h"
 #include "agent/sim/sim_config.h"
-#include "agent/sim/sim_rng.h"
+#include "framework/core/random.h"
 
 namespace dynamix {
 
@@ -82,7 +82,7 @@ class ClusterSimulator {
   double ring_bytes_ = 0;  // bytes each rank sends per allreduce
 
   // Run state.
-  SimRng rng_;
+  Rng rng_;
   SimTotals totals_;
   int64_t window_index_ = 0;
   int64_t next_event_step_ = 0;

@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "agent/sim/profile_fit.h"
-#include "agent/sim/sim_rng.h"
 #include "framework/core/error.h"
+#include "framework/core/random.h"
 #include "framework/core/stats.h"
 #include "framework/core/yaml_reader.h"
 
@@ -124,7 +124,7 @@ std::vector<double> random_speeds(const YamlReader& r, const Node& v, const Path
   if (!lo_node || !hi_node) r.fail(p, "'" + p + "' needs min_speed and max_speed");
   const double lo = number_at_least(r, *lo_node, p + ".min_speed", 0, true);
   const double hi = number_at_least(r, *hi_node, p + ".max_speed", lo, false);
-  SimRng rng(c.seed ^ 0x5EED5EEDull);  // own stream: the profile does not shift the run's noise
+  Rng rng(c.seed ^ 0x5EED5EEDull);  // own stream: the profile does not shift the run's noise
   std::vector<double> speeds(size_t(c.nodes));
   for (auto& s : speeds) s = lo + (hi - lo) * rng.uniform();
   return speeds;

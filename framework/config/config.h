@@ -90,6 +90,9 @@ struct HeteroConfig {
   std::vector<double> slowdown;        // per rank, >= 1; empty = all 1
   std::vector<double> bandwidth_mbps;  // per rank, >= 0 (0 = unlimited); empty = all unlimited
   std::vector<double> memory_mb;       // per rank emulated device memory, >= 0 (0 = unlimited)
+  // per rank relative std of a step's compute time, >= 0 (a shared node: each step's slowdown is
+  // multiplied by a mean-one log-normal draw); empty = all 0
+  std::vector<double> jitter;
   std::vector<HeteroEvent> events;
 };
 

@@ -3,20 +3,23 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
+#include "framework/core/random.h"
 #include "framework/core/stats.h"
 
 namespace dynamix {
 
-HeteroEmulator::HeteroEmulator(const HeteroConfig& config, int rank, int world)
-    : config_(config), rank_(rank), world_(world), applied_(config.events.size(), false) {
+HeteroEmulator::HeteroEmulator(const HeteroConfig& config, int rank, int world, uint64_t seed)
+    : config_(config), rank_(rank), world_(world), seed_(seed), applied_(config.events.size(), false) {
   auto pick = [&](const std::vector<double>& v, double def) {
     if (v.empty()) return def;
     return v.size() == 1 ? v[0] : v[static_cast<size_t>(rank)];
   };
   base_slowdown_ = slowdown_ = pick(config.slowdown, 1.0);
   bandwidth_mbps_ = pick(config.bandwidth_mbps, 0.0);
+  jitter_ = pick(config.jitter, 0.0);
 }
 
 void HeteroEmulator::on_step(int64_t step) {
@@ -35,6 +38,11 @@ void HeteroEmulator::on_step(int64_t step) {
   }
   slowdown_ = base_slowdown_;
   for (const Drift& d : drifts_) slowdown_ *= drift_factor(d.slowdown, step - d.at_step, d.period_steps);
+  if (jitter_ > 0) {
+    // A generator per (seed, rank, step): the draw does not depend on the steps before it.
+    Rng rng(mix64(mix64(seed_ ^ static_cast<uint64_t>(rank_)) ^ static_cast<uint64_t>(step)));
+    slowdown_ *= rng.lognormal_factor(std::sqrt(std::log1p(jitter_ * jitter_)));
+  }
 }
 
 double HeteroEmulator::compute_delay(double measured_s) const {

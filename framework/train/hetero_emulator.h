@@ -1,7 +1,8 @@
 // DYNAMIX — heterogeneity emulation on one machine: per-rank compute slowdown (sleep (f-1) x the
 // measured compute time), per-rank link cap (delay so the allreduce takes what a ring over that
-// link would), timed events that change either, and drifts (events with period_steps) that move
-// a rank's slowdown smoothly up and down. Config: `hetero` (DESIGN.md).
+// link would), timed events that change either, drifts (events with period_steps) that move a
+// rank's slowdown smoothly up and down, and jitter: each step's slowdown times a mean-one
+// log-normal draw, as on a node shared with other jobs. Config: `hetero` (DESIGN.md).
 #pragma once
 
 #include <chrono>
@@ -15,10 +16,13 @@ namespace dynamix {
 
 class HeteroEmulator {
  public:
-  HeteroEmulator(const HeteroConfig& config, int rank, int world);
+  // `seed` (train.seed) fixes the jitter draws: step s of rank r draws the same factor in every
+  // run with that seed, resumed or not.
+  HeteroEmulator(const HeteroConfig& config, int rank, int world, uint64_t seed);
 
   // Applies every event with at_step <= step not applied yet, and sets the slowdown of this step:
-  // the last step change's times every started drift's factor (call at the start of each step).
+  // the last step change's times every started drift's factor times this step's jitter draw
+  // (call at the start of each step). Emulation only adds time: below 1 the slowdown does nothing.
   void on_step(int64_t step);
 
   double slowdown() const { return slowdown_; }
@@ -41,6 +45,8 @@ class HeteroEmulator {
   const HeteroConfig& config_;
   int rank_;
   int world_;
+  uint64_t seed_;
+  double jitter_ = 0.0;
   struct Drift {
     double slowdown;
     int64_t at_step, period_steps;

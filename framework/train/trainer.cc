@@ -154,7 +154,7 @@ void Trainer::setup() {
   }
   prefetcher_ =
       std::make_unique<BatchPrefetcher>(data_.train, /*pin_memory=*/device_.is_cuda(), std::move(upload));
-  hetero_ = std::make_unique<HeteroEmulator>(config_.hetero, rank_, world_);
+  hetero_ = std::make_unique<HeteroEmulator>(config_.hetero, rank_, world_, config_.train.seed);
   if (config_.comm.overlap && world_ > 1) {
     if (mpi_allows_comm_thread()) {
       OverlapHooks hooks;

@@ -3,8 +3,10 @@ decides every 10 steps. The shipped dynamix policy notices it within 3 steps and
 (decisions.jsonl: trigger "change", before the regular decision at step 30), moving batch away
 from rank 1; the heuristics decide on the window's steps only. A run that starts unbalanced (rank 1
 3x slower from step 1) gets its first decision before the first window ends (StartCheck). A drift
-(`period_steps`) moves rank 1's emulated slowdown smoothly between 1x and 4x and back."""
+(`period_steps`) moves rank 1's emulated slowdown smoothly between 1x and 4x and back. Jitter
+(`hetero.jitter`) scatters rank 1's step times as a shared node's, and rank 0's not."""
 import json
+import math
 import os
 
 from e2e_util import TempDir, check_outputs, fail, run, train_cmd, write
@@ -67,6 +69,32 @@ def check_drift(d):
              f"period starts (expected about 1); per step {ratio}")
 
 
+def check_jitter(d):
+    """Both ranks 3x slow, rank 1 with jitter 1.0 (log-normal, log std 0.83): the spread of rank 1's
+    log compute time (interquartile range, robust to the odd stalled step) is that of the draws,
+    1.35 x 0.83 = 1.1, shrunk by the part of a step the emulation does not scale (seen: 0.5 for
+    jitter 0.5 against its 0.63); rank 0's is the machine's (0.1-0.4 here)."""
+    config = CONFIG.replace("slowdown: [1, 1]", "slowdown: [3, 3]\n  jitter: [0, 1.0]").replace(
+        "max_steps: 40", "max_steps: 100").replace("  events: [{at_step: 25, rank: 1, slowdown: 5.0}]\n", "")
+    train(d, "static", config, "jitter")
+    logs = [[], []]
+    for line in (d / "jitter" / "metrics.jsonl").read_text().splitlines():
+        m = json.loads(line)
+        if m["step"] >= 2:  # the first steps warm up
+            for r in (0, 1):
+                logs[r].append(math.log(m["compute_time"][r]))
+
+    def iqr(v):
+        v = sorted(v)
+        return v[3 * len(v) // 4] - v[len(v) // 4]
+
+    spread = [iqr(v) for v in logs]
+    print(f"jitter: interquartile range of log compute time, rank 0 {spread[0]:.2f}, rank 1 {spread[1]:.2f}")
+    if not spread[1] > spread[0] + 0.3:
+        fail(f"jitter not applied: log compute time spread {spread[1]:.2f} on rank 1 (jitter 1.0) against "
+             f"{spread[0]:.2f} on rank 0 (none)")
+
+
 def main():
     with TempDir() as d:
         dec = train(d, "dynamix")
@@ -99,6 +127,7 @@ def main():
         print(f"unbalanced start: first decision at step {first['step']}, plan {first['plan']}")
 
         check_drift(d)
+        check_jitter(d)
 
         prop = train(d, "proportional")
         if any(x["trigger"] != "window" or x["step"] % 10 for x in prop):

@@ -82,6 +82,7 @@ def cases(d):
         "slowdown": ["hetero.slowdown=[1,2]"],
         "bandwidth cap": ["hetero.bandwidth_mbps=[0,200]"],
         "memory cap": ["hetero.memory_mb=[0,300]"],
+        "jitter": ["hetero.slowdown=[1.5,1.5]", "hetero.jitter=[0,0.3]"],
         "events": ["hetero.events=[{at_step: 2, rank: 1, slowdown: 3}, {at_step: 3, rank: 0, bandwidth_mbps: 100}]"],
         # Models (tiny inputs) and datasets.
         "model mlp": ["model=mlp"],

@@ -43,18 +43,18 @@ TEST(HeteroEmulator, SlowdownAndEventsIncludingCatchUpOnResume) {
   HeteroEvent e2 = event_at(20, 1);
   e2.bandwidth_mbps = 100.0;
   c.events = {e1, e2};
-  HeteroEmulator r1(c, 1, 3);
+  HeteroEmulator r1(c, 1, 3, 1);
   r1.on_step(0);
   EXPECT_DOUBLE_EQ(r1.slowdown(), 2.0);
   EXPECT_DOUBLE_EQ(r1.compute_delay(0.5), 0.5);
   r1.on_step(10);
   EXPECT_DOUBLE_EQ(r1.slowdown(), 3.0);
   EXPECT_DOUBLE_EQ(r1.bandwidth_mbps(), 0.0);
-  HeteroEmulator resumed(c, 1, 3);
+  HeteroEmulator resumed(c, 1, 3, 1);
   resumed.on_step(25);  // both events are due at once
   EXPECT_DOUBLE_EQ(resumed.slowdown(), 3.0);
   EXPECT_DOUBLE_EQ(resumed.bandwidth_mbps(), 100.0);
-  HeteroEmulator r0(c, 0, 3);
+  HeteroEmulator r0(c, 0, 3, 1);
   r0.on_step(25);
   EXPECT_DOUBLE_EQ(r0.slowdown(), 1.0);
   EXPECT_DOUBLE_EQ(r0.compute_delay(0.5), 0.0);
@@ -70,7 +70,7 @@ TEST(HeteroEmulator, ADriftMovesTheSlowdownSmoothlyAndMultipliesStepChanges) {
   HeteroEvent change = event_at(120, 1);
   change.slowdown = 2.0;
   c.events = {drift, change};
-  HeteroEmulator e(c, 1, 2);
+  HeteroEmulator e(c, 1, 2, 1);
   std::vector<double> seen;
   for (int64_t step = 0; step <= 140; ++step) {
     e.on_step(step);
@@ -84,22 +84,53 @@ TEST(HeteroEmulator, ADriftMovesTheSlowdownSmoothlyAndMultipliesStepChanges) {
   EXPECT_NEAR(seen[140], 2.0, 1e-12);        // a full period: the step change alone
   for (size_t k = 101; k < 120; ++k) EXPECT_LT(std::fabs(std::log(seen[k] / seen[k - 1])), 0.15) << k;
   EXPECT_NEAR(e.compute_delay(0.1), (2.0 - 1.0) * 0.1, 1e-12);
-  HeteroEmulator resumed(c, 1, 2);
+  HeteroEmulator resumed(c, 1, 2, 1);
   resumed.on_step(130);
   EXPECT_NEAR(resumed.slowdown(), seen[130], 1e-12);
-  HeteroEmulator other(c, 0, 2);
+  HeteroEmulator other(c, 0, 2, 1);
   other.on_step(120);
   EXPECT_DOUBLE_EQ(other.slowdown(), 1.0);
+}
+
+// Jitter: each step's slowdown times a mean-one log-normal draw with that relative std, fixed by
+// (seed, rank, step) alone, so a resumed run draws what the uninterrupted one did.
+TEST(HeteroEmulator, JitterScattersEachStepWithTheGivenSpreadAndIsReproducible) {
+  HeteroConfig c;
+  c.slowdown = {4.0};
+  c.jitter = {0.0, 0.3};
+  HeteroEmulator steady(c, 0, 2, 7), shared(c, 1, 2, 7), same(c, 1, 2, 7), other_seed(c, 1, 2, 8);
+  const int n = 20000;
+  double sum = 0, sum_sq = 0;
+  int differ = 0;
+  for (int64_t step = 0; step < n; ++step) {
+    steady.on_step(step);
+    EXPECT_DOUBLE_EQ(steady.slowdown(), 4.0);
+    shared.on_step(step);
+    same.on_step(step);
+    other_seed.on_step(step);
+    EXPECT_DOUBLE_EQ(same.slowdown(), shared.slowdown());
+    differ += other_seed.slowdown() != shared.slowdown();
+    const double f = shared.slowdown() / 4.0;
+    sum += f;
+    sum_sq += f * f;
+  }
+  const double mean = sum / n, sd = std::sqrt(sum_sq / n - mean * mean);
+  EXPECT_NEAR(mean, 1.0, 0.01);  // standard error 0.002
+  EXPECT_NEAR(sd, 0.3, 0.015);
+  EXPECT_GT(differ, n - 10);
+  HeteroEmulator resumed(c, 1, 2, 7);
+  resumed.on_step(n - 1);
+  EXPECT_DOUBLE_EQ(resumed.slowdown(), shared.slowdown());
 }
 
 TEST(HeteroEmulator, BandwidthCapDelayFollowsRingTraffic) {
   HeteroConfig c;
   c.bandwidth_mbps = {100.0};  // one value applies to every rank
-  HeteroEmulator e(c, 0, 4);
+  HeteroEmulator e(c, 0, 4, 1);
   // 2 (N-1)/N * 1e6 bytes * 8 bits = 12e6 bits over 100 Mbit/s = 0.12 s.
   EXPECT_NEAR(e.comm_delay(1000000, 0.02), 0.10, 1e-12);
   EXPECT_DOUBLE_EQ(e.comm_delay(1000000, 0.5), 0.0);
-  HeteroEmulator single(c, 0, 1);
+  HeteroEmulator single(c, 0, 1, 1);
   EXPECT_DOUBLE_EQ(single.comm_delay(1000000, 0.0), 0.0);
 }
 
