@@ -8,6 +8,7 @@
 #include "agent/ppo/ppo_learner.h"
 #include "framework/core/error.h"
 #include "framework/core/file_io.h"
+#include "framework/core/tensor_checks.h"
 
 namespace dynamix {
 namespace {
@@ -16,9 +17,32 @@ namespace {
 // files (multiplier actions) are refused with a clear message: their network reads other inputs.
 constexpr const char* kFormat = "dynamix-ppo/2";
 
-std::vector<double> to_vector(const torch::Tensor& t) {
+// The `n` values of a stored 1-D tensor. Its size is checked before anything is copied: a
+// broadcast view of one stored value can claim gigabytes (framework/core/tensor_checks.h).
+std::vector<double> to_vector(const torch::Tensor& t, const std::string& key, int64_t n) {
+  DYNAMIX_CHECK(t.dim() == 1 && t.numel() == n && !is_broadcast_view(t),
+                "'" + key + "' is " + tensor_layout(t) + ", expected " + std::to_string(n) + " values");
   auto c = t.to(torch::kDouble).contiguous();
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+// Module::load swaps in each stored tensor whatever its shape, so a network of another layout
+// loaded silently and failed at its first decision: compare with the layout it had before.
+void load_network(torch::serialize::InputArchive& a, torch::nn::Module& net) {
+  std::vector<std::pair<std::string, torch::Tensor>> before;
+  for (const auto& p : net.named_parameters()) before.emplace_back(p.key(), p.value().detach().clone());
+  for (const auto& b : net.named_buffers()) before.emplace_back(b.key(), b.value().detach().clone());
+  net.load(a);
+  const auto params = net.named_parameters();
+  const auto buffers = net.named_buffers();
+  for (const auto& [key, want] : before) {
+    const torch::Tensor* got = params.find(key);
+    if (got == nullptr) got = buffers.find(key);
+    DYNAMIX_CHECK(got != nullptr && got->sizes() == want.sizes() && got->dtype() == want.dtype() &&
+                      !is_broadcast_view(*got),
+                  "'net." + key + "' is " + (got ? tensor_layout(*got) : "missing") + " in the file, " +
+                      tensor_layout(want) + " in the network its config describes");
+  }
 }
 
 // Adam's moments, written per parameter in order. LibTorch's own Optimizer::save keys its state by
@@ -57,7 +81,8 @@ void read_adam(torch::serialize::InputArchive& a, torch::optim::Adam& opt) {
     if (!a.try_read(prefix + "step", step)) continue;
     a.read(prefix + "exp_avg", m);
     a.read(prefix + "exp_avg_sq", v);
-    DYNAMIX_CHECK(m.sizes() == params[k].sizes() && v.sizes() == params[k].sizes(),
+    DYNAMIX_CHECK(m.sizes() == params[k].sizes() && v.sizes() == params[k].sizes() && !is_broadcast_view(m) &&
+                      !is_broadcast_view(v),
                   "optimizer state does not match the network");
     auto st = std::make_unique<torch::optim::AdamParamState>();
     st->step(step.item<int64_t>());
@@ -109,19 +134,19 @@ void DynamixPolicy::read_archive(std::istream& in) {
   auto learner = std::make_unique<PpoLearner>(loaded, kNodeFeatures, kGlobalFeatures);
   torch::serialize::InputArchive net;
   a.read("net", net);
-  learner->net()->load(net);
+  load_network(net, *learner->net());
   read_adam(a, learner->optimizer());
-  auto read = [&a](const char* key) {
+  auto read = [&a](const char* key, int64_t n) {
     torch::Tensor t;
     a.read(key, t);
-    return to_vector(t);
+    return to_vector(t, key, n);
   };
   RunningNorm node_norm(kNodeFeatures), global_norm(kGlobalFeatures);
-  node_norm.set(read("norm.node.mean"), read("norm.node.var"), read("norm.node.count").at(0));
-  global_norm.set(read("norm.global.mean"), read("norm.global.var"), read("norm.global.count").at(0));
-  DYNAMIX_CHECK(node_norm.dims() == kNodeFeatures && global_norm.dims() == kGlobalFeatures,
-                "saved normaliser has the wrong number of features");
-  std::vector<double> updates = read("updates");
+  node_norm.set(read("norm.node.mean", kNodeFeatures), read("norm.node.var", kNodeFeatures),
+                read("norm.node.count", 1).at(0));
+  global_norm.set(read("norm.global.mean", kGlobalFeatures), read("norm.global.var", kGlobalFeatures),
+                  read("norm.global.count", 1).at(0));
+  std::vector<double> updates = read("updates", 1);
   a.read("rng", v);
   std::istringstream rng(v.toStringRef());
   rng >> rng_ >> learner->rng();
@@ -138,7 +163,7 @@ void DynamixPolicy::read_archive(std::istream& in) {
   prev_batches_.clear();
   {
     std::lock_guard<std::mutex> q(queue_mutex_);
-    updates_ = updates.empty() ? 0 : static_cast<int64_t>(updates[0]);
+    updates_ = static_cast<int64_t>(updates[0]);
   }
   publish_snapshot();
 }

@@ -2,7 +2,6 @@
 #include "framework/train/checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/MemoryOverlap.h>
 
 #include <cmath>
 #include <limits>
@@ -10,6 +9,7 @@
 #include <sstream>
 
 #include "framework/core/error.h"
+#include "framework/core/tensor_checks.h"
 
 namespace dynamix {
 namespace {
@@ -20,18 +20,12 @@ torch::Tensor bytes_tensor(const std::string& s) {
   return t;
 }
 
-std::string layout(const torch::Tensor& t) {
-  std::ostringstream os;
-  os << t.sizes() << " " << t.dtype();
-  return os.str();
-}
-
 // The bytes of a 1-D uint8 tensor as bytes_tensor writes it. Anything else is refused before it
 // is copied: an archive may hold a broadcast view (stride 0) of one stored byte that claims
 // gigabytes, which contiguous() would materialize (the fuzzer's out-of-memory, fuzz_checkpoint).
 std::string tensor_bytes(const torch::Tensor& t, const std::string& key) {
   if (t.scalar_type() != torch::kUInt8 || t.dim() != 1 || !t.is_contiguous()) {
-    throw Error("'" + key + "' is not a byte string (" + layout(t) +
+    throw Error("'" + key + "' is not a byte string (" + tensor_layout(t) +
                 (t.is_contiguous() ? "" : ", a strided view") + ")");
   }
   // The archive may have been loaded onto a GPU (map_location): bytes are read on the host.
@@ -192,11 +186,11 @@ void check_layout(const torch::nn::Module& module, torch::serialize::InputArchiv
     torch::Tensor stored;
     if (!ar.try_read(key, stored, is_buffer) || !stored.defined()) return;
     if (stored.sizes() != want.sizes() || stored.dtype() != want.dtype()) {
-      throw Error("'" + prefix + key + "' is " + layout(stored) + " in the checkpoint, " + layout(want) +
-                  " in the model");
+      throw Error("'" + prefix + key + "' is " + tensor_layout(stored) + " in the checkpoint, " +
+                  tensor_layout(want) + " in the model");
     }
     // A broadcast view (elements sharing memory) loads, and the optimizer's in-place update fails.
-    if (at::has_internal_overlap(stored) == at::MemOverlap::Yes) {
+    if (is_broadcast_view(stored)) {
       throw Error("'" + prefix + key + "' is a broadcast view in the checkpoint (its elements share memory)");
     }
   };

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
+#include <sstream>
 
 #include "agent/plan_projection.h"
 #include "agent/ppo/dynamix_policy.h"
@@ -194,6 +196,68 @@ TEST(DynamixPolicy, SaveLoadRoundTripGivesIdenticalActions) {
   }
   std::remove(path.c_str());
   EXPECT_THROW(DynamixPolicy(DynamixOptions{small_config(false), false, path, nullptr}), std::exception);
+}
+
+// A policy archive laid out as DynamixPolicy writes it (a fresh network of `net_config`, neutral
+// normalisers), with the tensors in `replace` written instead of its own.
+std::string policy_archive(const std::map<std::string, torch::Tensor>& replace, const PpoConfig& net_config) {
+  const PpoConfig config = small_config(false);
+  PpoLearner learner(net_config, kNodeFeatures, kGlobalFeatures);
+  torch::serialize::OutputArchive a, net;
+  a.write("format", c10::IValue(std::string("dynamix-ppo/2")));
+  a.write("config", c10::IValue(to_string(config)));
+  learner.net()->save(net);
+  a.write("net", net);
+  std::map<std::string, torch::Tensor> tensors = {
+      {"norm.node.mean", torch::zeros({kNodeFeatures}, torch::kDouble)},
+      {"norm.node.var", torch::ones({kNodeFeatures}, torch::kDouble)},
+      {"norm.node.count", torch::ones({1}, torch::kDouble)},
+      {"norm.global.mean", torch::zeros({kGlobalFeatures}, torch::kDouble)},
+      {"norm.global.var", torch::ones({kGlobalFeatures}, torch::kDouble)},
+      {"norm.global.count", torch::ones({1}, torch::kDouble)},
+      {"updates", torch::zeros({1}, torch::kLong)}};
+  for (const auto& [key, t] : replace) tensors[key] = t;
+  for (const auto& [key, t] : tensors) a.write(key, t);
+  std::ostringstream rng;
+  rng << std::mt19937_64(1) << ' ' << learner.rng();
+  a.write("rng", c10::IValue(rng.str()));
+  std::ostringstream out;
+  a.save_to(out);
+  return out.str();
+}
+
+std::string load_error(const std::string& bytes) {
+  DynamixPolicy policy(DynamixOptions{small_config(false), false, "", nullptr});
+  try {
+    policy.load_state(bytes);
+    std::mt19937_64 rng(5);
+    policy.decide(random_state(rng, 4, 0));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// A policy file (or a checkpoint's policy state) is read before anything is copied out of it or
+// run: a network of another layout, normalisers of the wrong length and broadcast views that claim
+// any size are refused naming the entry, instead of failing at the first decision or allocating
+// what the view claims.
+TEST(DynamixPolicy, StoredTensorsAreCheckedOnLoad) {
+  const PpoConfig same = small_config(false);
+  EXPECT_EQ(load_error(policy_archive({}, same)), "<no error>");
+  PpoConfig wider = same;
+  wider.hidden = {32, 16};
+  EXPECT_NE(load_error(policy_archive({}, wider)).find("in the network its config describes"),
+            std::string::npos)
+      << load_error(policy_archive({}, wider));
+  EXPECT_NE(load_error(policy_archive(
+                           {{"updates", torch::zeros({1}, torch::kLong).expand({int64_t{1} << 40})}}, same))
+                .find("'updates' is [1099511627776] long int, expected 1 values"),
+            std::string::npos);
+  EXPECT_NE(
+      load_error(policy_archive({{"norm.node.mean", torch::zeros({3}, torch::kDouble)}}, same))
+          .find("'norm.node.mean' is [3] double, expected " + std::to_string(kNodeFeatures) + " values"),
+      std::string::npos);
 }
 
 // Two ranks at 20 samples each; the environment says what the balanced plan would do.
