@@ -130,7 +130,7 @@ std::vector<double> random_speeds(const YamlReader& r, const Node& v, const Path
   return speeds;
 }
 
-// Node models from a run's metrics.jsonl; a run with fewer ranks than sim.nodes is tiled
+// Node models and noise from a run's metrics.jsonl; a run with fewer ranks than sim.nodes is tiled
 // cyclically (fit on 4, simulate 1024).
 void set_fitted(const YamlReader& r, const Node& v, const Path& p, const Node& workload, bool nodes_given,
                 SimConfig& c) {
@@ -146,6 +146,11 @@ void set_fitted(const YamlReader& r, const Node& v, const Path& p, const Node& w
     c.beta_s[i] = ranks[i % ranks.size()].beta_s;
   }
   apply_fitted_workload(fitted, workload, c.workload);
+  // Each node keeps its rank's own noise (a shared node scatters more), unless the workload sets one.
+  if (!(workload && workload.IsMap() && workload["noise"])) {
+    c.noise.resize(count);
+    for (size_t i = 0; i < count; ++i) c.noise[i] = ranks[i % ranks.size()].rel_residual;
+  }
   c.profile = "fit:" + path;
 }
 

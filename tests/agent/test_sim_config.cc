@@ -221,6 +221,29 @@ TEST_F(SimFitTest, FitsExposedCommunicationAndNoiseUnlessTheWorkloadSetsThem) {
   EXPECT_DOUBLE_EQ(given.workload.grad_bytes, SimWorkload{}.grad_bytes);
 }
 
+// A fitted node keeps its rank's noise: a shared node (rank 1, every step 1.3x or 0.7x its model)
+// scatters in the simulator as it did in the run, the others not; a workload noise overrides.
+TEST_F(SimFitTest, EachNodeKeepsItsRanksNoise) {
+  const std::string path = (dir_ / "shared.jsonl").string();
+  {
+    std::ofstream out(path);
+    for (int step = 0; step < 40; ++step) {
+      const std::vector<int> b = {16 + step % 8, 16 + step % 8};
+      const double jitter = step % 2 ? 1.3 : 0.7;
+      const std::vector<double> t = {0.001 * b[0], 0.001 * b[1] * jitter};
+      out << nlohmann::json({{"step", step}, {"batch_sizes", b}, {"compute_time", t}}).dump() << "\n";
+    }
+  }
+  const SimConfig c = parse_sim_config("{nodes: 4, profile: {fit: " + path + "}}");
+  ASSERT_EQ(c.noise.size(), 4u);
+  EXPECT_LT(c.noise[0], 1e-9);
+  EXPECT_NEAR(c.noise[1], 0.3, 0.03);
+  EXPECT_DOUBLE_EQ(c.noise[3], c.noise[1]);  // tiled as the rank models are
+  const SimConfig given = parse_sim_config("{profile: {fit: " + path + "}, workload: {noise: 0.1}}");
+  EXPECT_TRUE(given.noise.empty());
+  EXPECT_DOUBLE_EQ(given.workload.noise, 0.1);
+}
+
 // A drift: the factor rises from 1 to the slowdown over half a period and falls back (raised
 // cosine), for duration_steps steps or (0) to the end; before at_step it is 1.
 TEST(SimConfigTest, ADriftMovesSmoothlyOverItsPeriod) {
