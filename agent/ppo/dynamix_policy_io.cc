@@ -29,9 +29,9 @@ std::vector<double> to_vector(const torch::Tensor& t, const std::string& key, in
 // Module::load swaps in each stored tensor whatever its shape, so a network of another layout
 // loaded silently and failed at its first decision: compare with the layout it had before.
 void load_network(torch::serialize::InputArchive& a, torch::nn::Module& net) {
-  std::vector<std::pair<std::string, torch::Tensor>> before;
-  for (const auto& p : net.named_parameters()) before.emplace_back(p.key(), p.value().detach().clone());
-  for (const auto& b : net.named_buffers()) before.emplace_back(b.key(), b.value().detach().clone());
+  std::vector<std::pair<std::string, torch::Tensor>> before;  // load() reshapes the tensors in place
+  for (const auto& p : net.named_parameters()) before.emplace_back(p.key(), torch::empty_like(p.value()));
+  for (const auto& b : net.named_buffers()) before.emplace_back(b.key(), torch::empty_like(b.value()));
   net.load(a);
   const auto params = net.named_parameters();
   const auto buffers = net.named_buffers();

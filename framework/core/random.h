@@ -34,6 +34,7 @@ class SplitMix64 {
   uint64_t state_;
 };
 
+// xoshiro256** (Blackman and Vigna 2018), seeded through SplitMix64.
 class Rng {
  public:
   explicit Rng(uint64_t seed = 0) { this->seed(seed); }
