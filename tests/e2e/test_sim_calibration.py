@@ -48,6 +48,17 @@ output: {{dir: {d / 'sim'}}}
     return result
 
 
+def compute_by_batch(out):
+    """Per rank, {batch: (steps, median ms, mean ms)} of a run's compute times: what the fit saw (the
+    proportional run) and what it had to predict (the static run), printed when the test fails."""
+    table = {}
+    for m in read_jsonl(out / "metrics.jsonl")[1:]:
+        for r, (b, t) in enumerate(zip(m["batch_sizes"], m["compute_time"])):
+            table.setdefault(r, {}).setdefault(b, []).append(t * 1e3)
+    return {r: {b: (len(v), round(statistics.median(v), 1), round(statistics.mean(v), 1)) for b, v in sorted(by.items())}
+            for r, by in table.items()}
+
+
 def main():
     with TempDir() as d:
         real = {p: real_run(d, p) for p in ("static", "proportional")}
@@ -61,6 +72,8 @@ def main():
             print(f"{policy:13s} real step {t_real * 1e3:7.1f} ms (plan {plan_real})  "
                   f"simulated {t_sim * 1e3:7.1f} ms (plan {plan_sim})  ratio {ratio:.3f}")
         if worst > TOLERANCE:
+            for policy in ("static", "proportional"):
+                print(f"{policy} run, compute by batch size (steps, median ms, mean ms): {compute_by_batch(real[policy][0])}")
             fail(f"simulated step times off by {worst:.1%} (tolerance {TOLERANCE:.0%})")
     print("sim calibration e2e: passed")
 
