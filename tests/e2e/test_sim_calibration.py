@@ -55,8 +55,10 @@ def compute_by_batch(out):
     for m in read_jsonl(out / "metrics.jsonl")[1:]:
         for r, (b, t) in enumerate(zip(m["batch_sizes"], m["compute_time"])):
             table.setdefault(r, {}).setdefault(b, []).append(t * 1e3)
-    return {r: {b: (len(v), round(statistics.median(v), 1), round(statistics.mean(v), 1)) for b, v in sorted(by.items())}
-            for r, by in table.items()}
+    def summary(v):
+        return len(v), round(statistics.median(v), 1), round(statistics.mean(v), 1)
+
+    return {r: {b: summary(v) for b, v in sorted(by.items())} for r, by in table.items()}
 
 
 def main():
@@ -73,7 +75,8 @@ def main():
                   f"simulated {t_sim * 1e3:7.1f} ms (plan {plan_sim})  ratio {ratio:.3f}")
         if worst > TOLERANCE:
             for policy in ("static", "proportional"):
-                print(f"{policy} run, compute by batch size (steps, median ms, mean ms): {compute_by_batch(real[policy][0])}")
+                print(f"{policy} run, compute by batch size (steps, median ms, mean ms): "
+                      f"{compute_by_batch(real[policy][0])}")
             fail(f"simulated step times off by {worst:.1%} (tolerance {TOLERANCE:.0%})")
     print("sim calibration e2e: passed")
 
