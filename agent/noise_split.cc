@@ -116,15 +116,15 @@ std::vector<double> noise_split_scale(const RankTimeModels& models, double globa
   const std::vector<double> noise = usable ? differing_noise(models, options) : std::vector<double>{};
   if (noise.size() != n) return ones;
   const std::vector<double> base_scale = base ? *base : ones;
-  std::vector<double> scale(n), b, mean(n), sd(n);
-  auto factors = [&](double z) {
+  std::vector<double> scale, b, mean(n), sd(n);
+  auto factors = [&](double z, const std::vector<double>& times) {  // times·(1 + z·σ_i)
     std::vector<double> f(n);
-    for (size_t i = 0; i < n; ++i) f[i] = 1 + z * noise[i];
+    for (size_t i = 0; i < n; ++i) f[i] = times[i] * (1 + z * noise[i]);
     return f;
   };
   // E[max] of the split that equalises t_i(b_i)·(1 + z·σ_i).
   auto expected_step = [&](double z) {
-    for (size_t i = 0; i < n; ++i) scale[i] = base_scale[i] * (1 + z * noise[i]);
+    scale = factors(z, base_scale);
     models.split(global_batch, lo, hi, b, &scale);
     for (size_t i = 0; i < n; ++i) {
       mean[i] = base_scale[i] * models.models()[i].at(b[i]);
@@ -157,7 +157,7 @@ std::vector<double> noise_split_scale(const RankTimeModels& models, double globa
   const double refined = 0.5 * (z0 + z1);
   const double e = expected_step(refined);
   if (e < best) best = e, best_z = refined;
-  return best < balanced * (1 - options.min_gain) ? factors(best_z) : ones;
+  return best < balanced * (1 - options.min_gain) ? factors(best_z, ones) : ones;
 }
 
 }  // namespace dynamix

@@ -63,11 +63,17 @@ void set_speeds(SimConfig& c, const std::vector<double>& speeds) {
 }
 
 // The fitted run's compute noise and communication, where the workload block does not set them:
+// each node its rank's noise (a shared node scatters more; ranks tiled as the node models are),
 // its gradient bytes, no latency, and the bandwidth at which a ring allreduce over the run's ranks
 // takes the exposed communication time the run measured.
-void apply_fitted_workload(const FittedProfile& f, const YAML::Node& given, SimWorkload& w) {
+void apply_fitted_workload(const FittedProfile& f, const YAML::Node& given, SimConfig& c) {
+  SimWorkload& w = c.workload;
   const auto set = [&](const char* k) { return given && given.IsMap() && given[k]; };
-  if (!set("noise")) w.noise = f.noise;
+  if (!set("noise")) {
+    w.noise = f.noise;
+    c.noise.resize(size_t(c.nodes));
+    for (size_t i = 0; i < c.noise.size(); ++i) c.noise[i] = f.ranks[i % f.ranks.size()].rel_residual;
+  }
   if (set("grad_bytes") || set("bandwidth_gbps") || set("latency_us") || f.ranks.size() < 2) return;
   if (f.grad_bytes > 0) w.grad_bytes = f.grad_bytes;
   const double n = double(f.ranks.size()), ring_bytes = 2 * (n - 1) / n * w.grad_bytes;
@@ -145,12 +151,7 @@ void set_fitted(const YamlReader& r, const Node& v, const Path& p, const Node& w
     c.alpha_s[i] = ranks[i % ranks.size()].alpha_s;
     c.beta_s[i] = ranks[i % ranks.size()].beta_s;
   }
-  apply_fitted_workload(fitted, workload, c.workload);
-  // Each node keeps its rank's own noise (a shared node scatters more), unless the workload sets one.
-  if (!(workload && workload.IsMap() && workload["noise"])) {
-    c.noise.resize(count);
-    for (size_t i = 0; i < count; ++i) c.noise[i] = ranks[i % ranks.size()].rel_residual;
-  }
+  apply_fitted_workload(fitted, workload, c);
   c.profile = "fit:" + path;
 }
 
