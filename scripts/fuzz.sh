@@ -3,7 +3,7 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   fuzz each target (default 60 s, all targets)
 #   scripts/fuzz.sh --ci                               CI run: replay the committed corpus, then 25 s each
 # Options: --parallel (all targets at once), --no-build; FUZZ_ARGS adds libFuzzer flags.
-# Targets: config idx cifar npy checkpoint.
+# Targets: config idx cifar npy checkpoint policy.
 # New inputs go to build-fuzz/corpus/<target>/ (tests/fuzz/corpus/ is only read), crashes to
 # build-fuzz/artifacts/<target>/, logs to build-fuzz/logs/. Exits 1 if any target crashed.
 set -euo pipefail
@@ -21,12 +21,12 @@ for arg in "$@"; do
     --parallel) parallel=1 ;;
     --no-build) do_build=0 ;;
     [0-9]*) seconds=$arg ;;
-    config|idx|cifar|npy|checkpoint) targets+=("$arg") ;;
-    *) echo "usage: $0 [--ci] [--parallel] [--no-build] [SECONDS_PER_TARGET] [config|idx|cifar|npy|checkpoint ...]" >&2
+    config|idx|cifar|npy|checkpoint|policy) targets+=("$arg") ;;
+    *) echo "usage: $0 [--ci] [--parallel] [--no-build] [SECONDS_PER_TARGET] [config|idx|cifar|npy|checkpoint|policy ...]" >&2
        exit 2 ;;
   esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(config idx cifar npy checkpoint)
+[[ ${#targets[@]} -gt 0 ]] || targets=(config idx cifar npy checkpoint policy)
 
 if [[ $do_build == 1 ]]; then
   # ccache off: a cached clang PCH is rejected once CMake rewrites the header it was built from.
@@ -38,7 +38,7 @@ if [[ $do_build == 1 ]]; then
 fi
 
 # Per target: longest input worth trying (seeds + room to grow), dictionary.
-declare -A max_len=([config]=4096 [idx]=4096 [cifar]=8192 [npy]=4096 [checkpoint]=24576)
+declare -A max_len=([config]=4096 [idx]=4096 [cifar]=8192 [npy]=4096 [checkpoint]=24576 [policy]=40960)
 declare -A extra=([config]="-dict=$root/tests/fuzz/config.dict")
 export LSAN_OPTIONS="suppressions=$root/tests/fuzz/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1"

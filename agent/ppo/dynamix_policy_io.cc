@@ -1,4 +1,5 @@
 // DYNAMIX — DynamixPolicy persistence: one torch archive for policy files and checkpoint blobs.
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <type_traits>
@@ -6,6 +7,7 @@
 #include "agent/ppo/actor_critic.h"
 #include "agent/ppo/dynamix_policy.h"
 #include "agent/ppo/ppo_learner.h"
+#include "framework/core/archive_check.h"
 #include "framework/core/error.h"
 #include "framework/core/file_io.h"
 #include "framework/core/tensor_checks.h"
@@ -24,6 +26,28 @@ std::vector<double> to_vector(const torch::Tensor& t, const std::string& key, in
                 "'" + key + "' is " + tensor_layout(t) + ", expected " + std::to_string(n) + " values");
   auto c = t.to(torch::kDouble).contiguous();
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+// The `n` values stored under `key`.
+std::vector<double> read_values(torch::serialize::InputArchive& a, const std::string& key, int64_t n) {
+  torch::Tensor t;
+  a.read(key, t);
+  return to_vector(t, key, n);
+}
+
+// A normaliser's statistics (PREFIX.mean, .var, .count): finite, variances >= 0, count > 0.
+RunningNorm read_norm(torch::serialize::InputArchive& a, const std::string& prefix, int64_t n) {
+  std::vector<double> mean = read_values(a, prefix + ".mean", n), var = read_values(a, prefix + ".var", n);
+  const double count = read_values(a, prefix + ".count", 1).at(0);
+  for (int64_t j = 0; j < n; ++j) {
+    DYNAMIX_CHECK(std::isfinite(mean[j]) && std::isfinite(var[j]) && var[j] >= 0,
+                  "'" + prefix + "' feature " + std::to_string(j) + " has mean " + std::to_string(mean[j]) +
+                      " and variance " + std::to_string(var[j]));
+  }
+  DYNAMIX_CHECK(std::isfinite(count) && count > 0, "'" + prefix + ".count' is " + std::to_string(count));
+  RunningNorm norm(n);
+  norm.set(std::move(mean), std::move(var), count);
+  return norm;
 }
 
 // Module::load swaps in each stored tensor whatever its shape, so a network of another layout
@@ -136,24 +160,22 @@ void DynamixPolicy::read_archive(std::istream& in) {
   a.read("net", net);
   load_network(net, *learner->net());
   read_adam(a, learner->optimizer());
-  auto read = [&a](const char* key, int64_t n) {
-    torch::Tensor t;
-    a.read(key, t);
-    return to_vector(t, key, n);
-  };
-  RunningNorm node_norm(kNodeFeatures), global_norm(kGlobalFeatures);
-  node_norm.set(read("norm.node.mean", kNodeFeatures), read("norm.node.var", kNodeFeatures),
-                read("norm.node.count", 1).at(0));
-  global_norm.set(read("norm.global.mean", kGlobalFeatures), read("norm.global.var", kGlobalFeatures),
-                  read("norm.global.count", 1).at(0));
-  std::vector<double> updates = read("updates", 1);
+  RunningNorm node_norm = read_norm(a, "norm.node", kNodeFeatures);
+  RunningNorm global_norm = read_norm(a, "norm.global", kGlobalFeatures);
+  const double updates = read_values(a, "updates", 1).at(0);
+  DYNAMIX_CHECK(updates >= 0 && updates <= 9007199254740992.0 && std::trunc(updates) == updates,
+                "'updates' is " + std::to_string(updates) + ", expected a count");
   a.read("rng", v);
+  DYNAMIX_CHECK(v.isString(), "'rng' is not text");
   std::istringstream rng(v.toStringRef());
-  rng >> rng_ >> learner->rng();
+  std::mt19937_64 policy_rng;
+  rng >> policy_rng >> learner->rng();
+  DYNAMIX_CHECK(!rng.fail(), "'rng' does not hold two generator states");
 
   std::lock_guard<std::mutex> lk(learner_mutex_);
   config_ = loaded;
   learner_ = std::move(learner);
+  rng_ = policy_rng;
   node_norm_ = node_norm;
   global_norm_ = global_norm;
   reward_ = RewardTracker(config_.reward);
@@ -163,7 +185,7 @@ void DynamixPolicy::read_archive(std::istream& in) {
   prev_batches_.clear();
   {
     std::lock_guard<std::mutex> q(queue_mutex_);
-    updates_ = static_cast<int64_t>(updates[0]);
+    updates_ = static_cast<int64_t>(updates);
   }
   publish_snapshot();
 }
@@ -181,19 +203,22 @@ void DynamixPolicy::load_state(const std::string& blob) {
 void DynamixPolicy::save(const std::string& path) const { write_file_atomically(path, save_state()); }
 
 void DynamixPolicy::load_archive(const std::string& bytes, const std::string& source) {
+  check_zip_archive(bytes, "cannot read " + source);  // before LibTorch parses anything (archive_check.h)
   std::istringstream in(bytes);
   try {
     read_archive(in);
   } catch (const c10::Error& e) {
-    throw Error("dynamix: cannot read " + source + ": " + e.what_without_backtrace());
+    throw Error("cannot read " + source + ": " + e.what_without_backtrace());
   } catch (const Error& e) {
-    throw Error("dynamix: " + source + ": " + e.what());
+    throw Error(source + ": " + e.what());
+  } catch (const std::exception& e) {  // LibTorch's TorchScript reader throws std::runtime_error too
+    throw Error("cannot read " + source + ": " + e.what());
   }
 }
 
 void DynamixPolicy::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  DYNAMIX_CHECK(in, "dynamix: cannot open policy file " + path + " (policy.checkpoint)");
+  DYNAMIX_CHECK(in, "cannot open policy file " + path + " (policy.checkpoint)");
   std::ostringstream bytes;
   bytes << in.rdbuf();
   load_archive(bytes.str(), "policy file " + path);

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <functional>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <sstream>
+#include <type_traits>
 
 #include "agent/ppo/feature_groups.h"
 #include "framework/core/error.h"
@@ -56,11 +58,25 @@ double parse_double(const std::string& key, const std::string& value) {
   throw Error("ppo config: key '" + key + "' expects a number, got '" + value + "'");
 }
 
-std::vector<double> parse_list(const std::string& key, const std::string& value) {
-  std::vector<double> out;
+// A whole number that T holds (bool: 0 or 1). A cast of anything else (2.5, 1e300, nan) would
+// truncate silently or be undefined.
+template <class T>
+T parse_whole(const std::string& key, const std::string& value) {
+  const double v = parse_double(key, value);
+  const double lo = std::is_same_v<T, bool> ? 0 : static_cast<double>(std::numeric_limits<T>::min());
+  const double hi = std::is_same_v<T, bool> ? 1 : static_cast<double>(std::numeric_limits<T>::max());
+  DYNAMIX_CHECK(std::trunc(v) == v && v >= lo && v < hi + 1, "ppo config: key '" + key +
+                                                                 "' expects a whole number in [" + fmt(lo) +
+                                                                 ", " + fmt(hi) + "], got '" + value + "'");
+  return static_cast<T>(v);
+}
+
+template <class T>
+std::vector<T> parse_list(const std::string& key, const std::string& value) {
+  std::vector<T> out;
   std::stringstream ss(value);
   std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(parse_double(key, item));
+  while (std::getline(ss, item, ',')) out.push_back(parse_whole<T>(key, item));
   return out;
 }
 
@@ -74,7 +90,10 @@ template <class T>
 Field scalar(T PpoConfig::*member) {
   return {[member](const PpoConfig& c) { return fmt(static_cast<double>(c.*member)); },
           [member](PpoConfig& c, const std::string& k, const std::string& v) {
-            c.*member = static_cast<T>(parse_double(k, v));
+            if constexpr (std::is_floating_point_v<T>)
+              c.*member = parse_double(k, v);
+            else
+              c.*member = parse_whole<T>(k, v);
           }};
 }
 
@@ -106,8 +125,7 @@ const std::map<std::string, Field>& fields() {
       {"hidden",
        {[](const PpoConfig& c) { return join(c.hidden); },
         [](PpoConfig& c, const std::string& k, const std::string& v) {
-          c.hidden.clear();
-          for (double h : parse_list(k, v)) c.hidden.push_back(static_cast<int64_t>(h));
+          c.hidden = parse_list<int64_t>(k, v);
         }}},
       {"prior_logit", scalar(&PpoConfig::prior_logit)},
       {"prior_action", scalar(&PpoConfig::prior_action)},
@@ -125,8 +143,10 @@ const std::map<std::string, Field>& fields() {
       {"seed",
        {[](const PpoConfig& c) { return std::to_string(c.seed); },
         [](PpoConfig& c, const std::string& k, const std::string& v) {
-          DYNAMIX_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos,
-                        "ppo config: key '" + k + "' expects an unsigned integer, got '" + v + "'");
+          DYNAMIX_CHECK(!v.empty() && v.size() <= 20 &&
+                            v.find_first_not_of("0123456789") == std::string::npos &&
+                            (v.size() < 20 || v <= "18446744073709551615"),
+                        "ppo config: key '" + k + "' expects an unsigned 64-bit integer, got '" + v + "'");
           c.seed = std::stoull(v);
         }}},
   };
@@ -176,12 +196,20 @@ void validate(const PpoConfig& c) {
   check(c.rollout_windows >= c.num_minibatches, "rollout_windows", ">= num_minibatches");
   check(c.vf_coef >= 0 && c.ent_coef >= 0, "vf_coef/ent_coef", ">= 0");
   check(c.max_grad_norm > 0, "max_grad_norm", "> 0");
-  check(!c.hidden.empty(), "hidden", "a non-empty list of layer widths");
-  for (int64_t h : c.hidden) check(h >= 1, "hidden", "positive widths");
+  // A policy file's network is allocated from its config before it is read: bounded, so a corrupt
+  // file cannot ask for terabytes.
+  check(!c.hidden.empty() && c.hidden.size() <= kMaxHiddenLayers, "hidden",
+        "a list of 1 to " + std::to_string(kMaxHiddenLayers) + " layer widths");
+  for (int64_t h : c.hidden)
+    check(h >= 1 && h <= kMaxHiddenWidth, "hidden", "widths in [1, " + std::to_string(kMaxHiddenWidth) + "]");
   check(std::isfinite(c.prior_logit), "prior_logit", "finite");
   check(c.prior_action >= 0 && c.prior_action < 5, "prior_action", "a move index in [0, 5)");
   check(c.prior_kl_coef >= 0, "prior_kl_coef", ">= 0");
-  check(c.obs_clip > 0, "obs_clip", "> 0");
+  check(c.obs_clip > 0 && std::isfinite(c.obs_clip), "obs_clip", "finite and > 0");
+  check(!std::isnan(c.target_kl), "target_kl", "a number");
+  const RewardWeights& w = c.reward;
+  for (double v : {w.efficiency, w.instability, w.churn, w.generalization, w.spike_threshold, w.oom})
+    check(std::isfinite(v), "reward.*", "finite");
   check_feature_groups(c.ablate);
 }
 

@@ -1,6 +1,7 @@
 // DYNAMIX — every PPO hyper-parameter and reward weight in one place, printed at start and saved.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -58,6 +59,10 @@ struct PpoConfig {
   RewardWeights reward;
   uint64_t seed = 1;
 };
+
+// Bounds on the network's shape (validate): far above any policy's need (the shipped one is 64x64).
+inline constexpr size_t kMaxHiddenLayers = 8;
+inline constexpr int64_t kMaxHiddenWidth = 1024;
 
 // "key=value" lines, one per field (multipliers and hidden as comma lists).
 std::string to_string(const PpoConfig& config);

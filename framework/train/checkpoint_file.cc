@@ -4,13 +4,13 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 
+#include "framework/core/archive_check.h"
 #include "framework/core/error.h"
 #include "framework/core/file_io.h"
 
@@ -19,17 +19,6 @@ namespace {
 
 constexpr char kMagic[8] = {'D', 'Y', 'N', 'X', 'C', 'K', 'P', 'T'};
 constexpr size_t kHeader = 8 + 4 + 4 + 8;
-
-uint32_t crc_of(const std::string& s) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  size_t done = 0;
-  while (done < s.size()) {  // zlib takes uInt lengths
-    const auto n = static_cast<uInt>(std::min<size_t>(s.size() - done, 1u << 30));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(s.data() + done), n);
-    done += n;
-  }
-  return static_cast<uint32_t>(crc);
-}
 
 void put_le(std::string& out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
@@ -56,7 +45,7 @@ std::string dir_of(const std::string& path) {
 void write_checkpoint_file(const std::string& path, const std::string& payload) {
   std::string header(kMagic, sizeof(kMagic));
   put_le(header, kCheckpointVersion, 4);
-  put_le(header, crc_of(payload), 4);
+  put_le(header, crc32_of(payload), 4);
   put_le(header, payload.size(), 8);
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
@@ -112,7 +101,7 @@ std::string read_checkpoint_file(const std::string& path) {
                    std::to_string(data.size() - kHeader));
   }
   std::string payload = data.substr(kHeader);
-  if (crc_of(payload) != crc) fail(path, "checksum mismatch (file is corrupt)");
+  if (crc32_of(payload) != crc) fail(path, "checksum mismatch (file is corrupt)");
   return payload;
 }
 

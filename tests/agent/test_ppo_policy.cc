@@ -13,6 +13,8 @@
 #include "agent/ppo/dynamix_policy.h"
 #include "agent/ppo/ppo_learner.h"
 #include "agent/ppo/state_encoder.h"
+#include "framework/core/error.h"
+#include "tests/agent/policy_archive.h"
 
 namespace dynamix {
 namespace {
@@ -198,32 +200,10 @@ TEST(DynamixPolicy, SaveLoadRoundTripGivesIdenticalActions) {
   EXPECT_THROW(DynamixPolicy(DynamixOptions{small_config(false), false, path, nullptr}), std::exception);
 }
 
-// A policy archive laid out as DynamixPolicy writes it (a fresh network of `net_config`, neutral
-// normalisers), with the tensors in `replace` written instead of its own.
-std::string policy_archive(const std::map<std::string, torch::Tensor>& replace, const PpoConfig& net_config) {
-  const PpoConfig config = small_config(false);
-  PpoLearner learner(net_config, kNodeFeatures, kGlobalFeatures);
-  torch::serialize::OutputArchive a, net;
-  a.write("format", c10::IValue(std::string("dynamix-ppo/2")));
-  a.write("config", c10::IValue(to_string(config)));
-  learner.net()->save(net);
-  a.write("net", net);
-  std::map<std::string, torch::Tensor> tensors = {
-      {"norm.node.mean", torch::zeros({kNodeFeatures}, torch::kDouble)},
-      {"norm.node.var", torch::ones({kNodeFeatures}, torch::kDouble)},
-      {"norm.node.count", torch::ones({1}, torch::kDouble)},
-      {"norm.global.mean", torch::zeros({kGlobalFeatures}, torch::kDouble)},
-      {"norm.global.var", torch::ones({kGlobalFeatures}, torch::kDouble)},
-      {"norm.global.count", torch::ones({1}, torch::kDouble)},
-      {"updates", torch::zeros({1}, torch::kLong)}};
-  for (const auto& [key, t] : replace) tensors[key] = t;
-  for (const auto& [key, t] : tensors) a.write(key, t);
-  std::ostringstream rng;
-  rng << std::mt19937_64(1) << ' ' << learner.rng();
-  a.write("rng", c10::IValue(rng.str()));
-  std::ostringstream out;
-  a.save_to(out);
-  return out.str();
+// A policy archive with small_config's text and a network of `net_config` (tests/agent/policy_archive.h).
+std::string policy_archive(const std::map<std::string, torch::Tensor>& replace, const PpoConfig& net_config,
+                           const std::string& config_text = to_string(small_config(false))) {
+  return testing::policy_archive(replace, net_config, config_text);
 }
 
 std::string load_error(const std::string& bytes) {
@@ -258,6 +238,65 @@ TEST(DynamixPolicy, StoredTensorsAreCheckedOnLoad) {
       load_error(policy_archive({{"norm.node.mean", torch::zeros({3}, torch::kDouble)}}, same))
           .find("'norm.node.mean' is [3] double, expected " + std::to_string(kNodeFeatures) + " values"),
       std::string::npos);
+}
+
+// What a policy file's values mean is checked too: counts that are not whole numbers, statistics
+// that are not finite and generator states that do not parse are refused naming the entry; a
+// network larger than any policy needs is refused before it is allocated.
+TEST(DynamixPolicy, StoredValuesAreCheckedOnLoad) {
+  const PpoConfig same = small_config(false);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto error_with = [&](const std::string& key, const torch::Tensor& t) {
+    return load_error(policy_archive({{key, t}}, same));
+  };
+  auto contains = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  const std::string updates = error_with("updates", torch::tensor({nan}, torch::kDouble));
+  EXPECT_TRUE(contains(updates, "'updates' is nan, expected a count")) << updates;
+  EXPECT_TRUE(contains(error_with("updates", torch::tensor({-3}, torch::kLong)), "'updates' is -3"));
+  torch::Tensor var = torch::ones({kNodeFeatures}, torch::kDouble);
+  var[2] = -1.0;
+  const std::string norm = error_with("norm.node.var", var);
+  EXPECT_TRUE(contains(norm, "'norm.node' feature 2 has mean 0.000000 and variance -1.000000")) << norm;
+  EXPECT_TRUE(contains(error_with("norm.global.count", torch::tensor({0.0}, torch::kDouble)),
+                       "'norm.global.count' is 0"));
+
+  auto config_error = [&](const std::string& line) {
+    return load_error(policy_archive({}, same, to_string(same) + line + "\n"));
+  };
+  const std::string epochs = config_error("update_epochs=1e300");
+  EXPECT_TRUE(contains(epochs, "key 'update_epochs' expects a whole number in")) << epochs;
+  EXPECT_TRUE(contains(config_error("rollout_windows=2.5"), "key 'rollout_windows' expects a whole number"));
+  EXPECT_TRUE(contains(config_error("norm_adv=2"), "key 'norm_adv' expects a whole number in [0, 1]"));
+  const std::string wide = config_error("hidden=100000000,100000000");
+  EXPECT_TRUE(contains(wide, "'hidden' must be widths in [1, 1024]")) << wide;
+  EXPECT_TRUE(contains(config_error("hidden=nan"), "key 'hidden' expects a whole number"));
+  EXPECT_TRUE(
+      contains(config_error("seed=99999999999999999999"), "key 'seed' expects an unsigned 64-bit integer"));
+  EXPECT_TRUE(contains(config_error("reward.churn=inf"), "'reward.*' must be finite"));
+}
+
+// A damaged policy file is refused naming the file and the entry before LibTorch parses it: its
+// TorchScript reader trusts the module source inside and crashed on damaged source (found by
+// tests/fuzz/fuzz_policy.cc; framework/core/archive_check.h).
+TEST(DynamixPolicy, DamagedArchiveErrorNamesTheSource) {
+  std::string bytes = policy_archive({}, small_config(false));
+  const std::string code = "__buffers__ = [", damaged = "__buffers__ = K";
+  const size_t at = bytes.find(code);
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, code.size(), damaged);  // stored uncompressed; LibTorch checks no CRC
+  DynamixPolicy policy(DynamixOptions{small_config(false), false, "", nullptr});
+  try {
+    policy.load_archive(bytes, "policy file damaged.pt");
+    FAIL() << "a damaged archive loaded";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cannot read policy file damaged.pt: not an intact archive: 'archive/code/"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("': checksum mismatch"), std::string::npos) << what;
+  }
 }
 
 // Two ranks at 20 samples each; the environment says what the balanced plan would do.

@@ -1,5 +1,5 @@
 // DYNAMIX fuzz seeds — writes the binary seed inputs of tests/fuzz/corpus/ with our own writers:
-//   fuzz_make_seeds OUT_DIR   (creates OUT_DIR/{idx,cifar,npy,checkpoint}/; configs are hand-written)
+//   fuzz_make_seeds OUT_DIR   (creates OUT_DIR/{idx,cifar,npy,checkpoint,policy}/; configs are hand-written)
 // The layouts are those the harnesses expect (see the comment at the top of each fuzz_*.cc).
 #include <zlib.h>
 
@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "agent/ppo/state_encoder.h"
 #include "framework/train/checkpoint.h"
 #include "framework/train/checkpoint_file.h"
+#include "tests/agent/policy_archive.h"
 #include "tests/datasets/npy_writer.h"
 #include "tests/fuzz/tiny_checkpoint.h"
 
@@ -155,5 +157,17 @@ int main(int argc, char** argv) {
   write(out / "checkpoint/meta_edits_none", prefixed(3, 0x10, ""));
   write(out / "checkpoint/meta_edit_cursor",
         prefixed(3, 0x10, std::string("\x02\x02\x03\0\0\0\0\0\0\0", 10)));
+
+  // Policies (fuzz_policy.cc): a file, config lines, one stored tensor replaced. The mode byte
+  // alone prefixes them; prefixed()'s second byte would be read as part of the rest.
+  const dynamix::PpoConfig policy = dynamix::testing::small_policy_config();
+  const std::string policy_file = dynamix::testing::policy_archive({}, policy, dynamix::to_string(policy));
+  write(out / "policy/file", std::string(1, '\0') + policy_file);
+  write(out / "policy/config_hidden_8", std::string(1, '\1') + "hidden=8,8\n");
+  write(out / "policy/config_obs_clip", std::string(1, '\1') + "obs_clip=3\nprior_logit=0.5\n");
+  std::string var{'\2', '\1', '\0', static_cast<char>(dynamix::kNodeFeatures)};
+  for (int64_t j = 0; j < dynamix::kNodeFeatures; ++j) var += std::string("\0\0\0\0\0\0\xf0\x3f", 8);  // 1.0
+  write(out / "policy/node_var_ones", var);
+  write(out / "policy/updates_7", std::string("\2\6\2\1\7\0\0\0\0\0\0\0", 12));
   return 0;
 }
