@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "framework/core/archive_check.h"
 #include "framework/core/error.h"
 #include "framework/core/tensor_checks.h"
 
@@ -207,6 +208,9 @@ void check_layout(const torch::nn::Module& module, torch::serialize::InputArchiv
 // Tensors land on `device` (map_location): a checkpoint written on a GPU resumes on a CPU, and back.
 torch::serialize::InputArchive open_archive(const std::string& payload, const std::string& origin,
                                             c10::optional<torch::Device> device = c10::nullopt) {
+  // The container's CRC covers the payload on a file read; this covers payloads from elsewhere
+  // (and costs one more CRC pass): LibTorch's reader crashes on damaged module source.
+  check_zip_archive(payload, "checkpoint " + origin);
   torch::serialize::InputArchive ar;
   try {
     std::istringstream in(payload);

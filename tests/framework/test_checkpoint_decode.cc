@@ -301,5 +301,19 @@ TEST(CheckpointDecode, ByteStringsMustBeStoredBytes) {
             std::string::npos);
 }
 
+// LibTorch's reader crashed (SEGV in its TorchScript parser) on a payload with damaged module
+// source, found by fuzz_checkpoint's payload mode; the payload's entries are checked first.
+TEST(CheckpointDecode, DamagedPayloadIsRefusedBeforeLibTorchReadsIt) {
+  torch::nn::Linear model(3, 2);
+  std::string payload = payload_of(model, two_rank_progress());
+  const size_t at = payload.find("__parameters__");
+  ASSERT_NE(at, std::string::npos);
+  payload[at + 2] = 'X';
+  const std::string msg = decode_error(payload, model);
+  EXPECT_NE(msg.find("checkpoint ckpt.pt: not an intact archive: 'archive/code/"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("': checksum mismatch"), std::string::npos) << msg;
+  EXPECT_EQ(decode_error(payload_of(model, two_rank_progress()), model), "<no error>");
+}
+
 }  // namespace
 }  // namespace dynamix
