@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
+#include <queue>
 #include <string>
+#include <utility>
 
 #include "framework/core/error.h"
 
@@ -17,7 +20,8 @@ int64_t sum_of(const std::vector<int64_t>& v) { return std::accumulate(v.begin()
 
 // Integers y_i in [L_i, H_i] with sum == T (requires sum L <= T <= sum H), close to the real
 // targets x_i > 0: first the continuous fit y_i = clamp(s·x_i, L_i, H_i) with s found by bisection
-// (the sum is monotone in s), then largest-remainder rounding that only moves ranks with room.
+// (the sum is monotone in s), then rounding that keeps the largest relative excess over the fit
+// smallest, moving only ranks with room.
 std::vector<int32_t> fit_sum(const std::vector<double>& x, const std::vector<int64_t>& L,
                              const std::vector<int64_t>& H, int64_t T) {
   const size_t n = x.size();
@@ -46,29 +50,19 @@ std::vector<int32_t> fit_sum(const std::vector<double>& x, const std::vector<int
 
   std::vector<int64_t> f(n);
   for (size_t i = 0; i < n; ++i) f[i] = std::clamp(int64_t(std::floor(y[i])), L[i], H[i]);
-  int64_t deficit = T - sum_of(f);
-  if (deficit != 0) {
-    // Order by remainder (largest first when adding, smallest first when removing); ties by rank.
-    std::vector<size_t> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    const bool add = deficit > 0;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      const double ra = y[a] - double(f[a]), rb = y[b] - double(f[b]);
-      return add ? ra > rb : ra < rb;
-    });
-    // Several passes only when the continuous fit was off by more than one unit per rank.
-    while (deficit != 0) {
-      int64_t moved = 0;
-      for (size_t k = 0; k < n && deficit != 0; ++k) {
-        const size_t i = order[k];
-        if (add && f[i] < H[i]) {
-          ++f[i], --deficit, ++moved;
-        } else if (!add && f[i] > L[i]) {
-          --f[i], ++deficit, ++moved;
-        }
-      }
-      if (moved == 0) break;  // unreachable when sum L <= T <= sum H
-    }
+  // The units left over (floors never exceed the fit, whose sum is T) go one at a time where they
+  // raise a rank least relative to its continuous share: (f_i + 1) / y_i smallest first. This
+  // minimises the largest relative excess over the continuous plan: where that plan equalises
+  // predicted times, one sample more on a rank of 10 costs it 10 %, on a rank of 50 only 2 %, and
+  // the step waits for the slowest rank. Ties go to the lower rank.
+  using Entry = std::pair<double, size_t>;  // ((f_i + 1) / y_i, i)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
+  for (size_t i = 0; i < n; ++i)
+    if (f[i] < H[i]) next.emplace(double(f[i] + 1) / y[i], i);
+  for (int64_t left = T - sum_of(f); left > 0 && !next.empty(); --left) {
+    const size_t i = next.top().second;
+    next.pop();
+    if (++f[i] < H[i]) next.emplace(double(f[i] + 1) / y[i], i);
   }
   return std::vector<int32_t>(f.begin(), f.end());
 }

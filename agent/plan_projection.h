@@ -10,9 +10,10 @@ namespace dynamix {
 
 // Returns integers b_i with, in order of priority:
 //  1. b.min <= b_i <= b.max[i] (hard: memory); never 0;
-//  2. when b.fixed_global, sum b_i == b.global_batch (largest-remainder rounding after a
-//     proportional fit that respects every rank's bounds); when the hard bounds cannot reach it,
-//     the closest feasible sum and a note saying so;
+//  2. when b.fixed_global, sum b_i == b.global_batch (a proportional fit that respects every
+//     rank's bounds, rounded so that the largest b_i / fit_i is smallest: the leftover units go
+//     to the ranks they enlarge least, relatively); when the hard bounds cannot reach it, the
+//     closest feasible sum and a note saying so;
 //  3. |b_i - current_i| <= b.max_change * current_i (0 = unlimited), always allowing a step of 1;
 //     relaxed (with a note) only when the fixed global batch cannot be met otherwise.
 // Non-finite desired entries mean "keep current"; negative or zero ones go to the lower bound.

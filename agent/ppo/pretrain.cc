@@ -7,6 +7,7 @@
 #include <iostream>
 #include <numeric>
 
+#include "agent/plan_projection.h"
 #include "agent/ppo/ppo_learner.h"
 #include "framework/core/error.h"
 #include "framework/core/random.h"
@@ -147,6 +148,16 @@ std::string draw_events(Draw& d, SimConfig& c, int64_t steps, int64_t window) {
   return kind;
 }
 
+// A feasible plan of nodes x batch_per_rank samples, each rank's share drawn up to 8x apart: the
+// policy must reach the balanced plan from wherever a run (or a resumed checkpoint) starts, and
+// episodes that all start uniform never show it a plan far from balance in the other direction.
+std::vector<int32_t> random_plan(Draw& d, BatchBounds bounds, int32_t nodes, int32_t batch_per_rank) {
+  std::vector<double> desired(static_cast<size_t>(nodes));
+  for (double& b : desired) b = batch_per_rank * d.log_uniform(0.35, 2.8);
+  bounds.max_change = 0;
+  return project_plan(desired, std::vector<int32_t>(desired.size(), batch_per_rank), bounds).batch_sizes;
+}
+
 }  // namespace
 
 PretrainEpisode random_episode(const PretrainOptions& o, int64_t episode) {
@@ -157,7 +168,6 @@ PretrainEpisode random_episode(const PretrainOptions& o, int64_t episode) {
                        o.min_nodes, o.max_nodes);
   c.seed = d.rng.next();
   c.profile = "pretrain-random";
-  ep.batch_per_rank = o.batch_per_rank;
   ep.window = o.min_window + d.below(o.max_window - o.min_window + 1);
 
   // Compute: a full-speed rank's step time at the starting batch, and its fixed share.
@@ -194,6 +204,8 @@ PretrainEpisode random_episode(const PretrainOptions& o, int64_t episode) {
   ep.kind = homogeneous ? "homogeneous" : "static";
   if (d.chance(o.event_probability))
     ep.kind = draw_events(d, c, o.windows_per_episode * ep.window, ep.window);
+  ep.initial_plan = {o.batch_per_rank};
+  if (d.chance(o.random_start_probability)) ep.initial_plan = random_plan(d, ep.bounds, c.nodes, o.batch_per_rank);
   return ep;
 }
 
@@ -223,7 +235,7 @@ double validation_score(DynamixPolicy& policy, const PretrainOptions& o) {
   int64_t drawn = 0;
   for (int64_t k = 0; k < o.validation_episodes; ++k) {
     const PretrainEpisode draw = next_episode(v, drawn);
-    ClusterSimulator sim(draw.config, draw.bounds, {draw.batch_per_rank}, draw.window);
+    ClusterSimulator sim(draw.config, draw.bounds, draw.initial_plan, draw.window);
     sum += run_sim_episode(policy, sim, o.windows_per_episode).ideal_ratio;
   }
   policy.set_learning(true);
@@ -298,7 +310,7 @@ int run_pretrain(const PretrainOptions& o) {
   if (o.validate_every > 0) validate(policy, o, 0, best, out);
   for (int64_t ep = 0; ep < o.episodes; ++ep) {
     const PretrainEpisode draw = next_episode(o, drawn);
-    ClusterSimulator sim(draw.config, draw.bounds, {draw.batch_per_rank}, draw.window);
+    ClusterSimulator sim(draw.config, draw.bounds, draw.initial_plan, draw.window);
     EpisodeResult r = run_sim_episode(policy, sim, o.windows_per_episode);
     sum_reward += r.mean_reward;
     sum_ratio += r.ideal_ratio;

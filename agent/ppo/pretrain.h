@@ -25,6 +25,7 @@ struct PretrainOptions {
   double homogeneous_probability = 0.15;      // clusters where nothing should move
   double memory_cap_probability = 0.3;        // some ranks get a small b_max
   double event_probability = 0.7;             // dynamic events: steps, transients, periods, waves
+  double random_start_probability = 0.25;     // episodes that start from a random plan, not uniform
   int64_t windows_per_episode = 32;           // decisions per episode
   int32_t min_window = 4, max_window = 20;    // simulated steps per decision window
   int32_t batch_per_rank = 32;                // initial uniform b_i; B = nodes x this, kept fixed
@@ -48,7 +49,7 @@ struct PretrainOptions {
 struct PretrainEpisode {
   SimConfig config;
   BatchBounds bounds;
-  int32_t batch_per_rank = 32;
+  std::vector<int32_t> initial_plan;  // one value = every rank
   int64_t window = 5;
   std::string kind;  // homogeneous | static | step | transient | periodic | wave | drift | recover
 };

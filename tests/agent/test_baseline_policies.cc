@@ -47,13 +47,14 @@ TEST(BaselineTest, StaticKeepsItsPlan) {
 TEST(BaselineTest, ProportionalHandComputed) {
   ProportionalPolicy p;
   // t = 1,1,2,4, mean 2: Δb = +32, +32, 0, -(32/4)(4-2) = -16 -> 64, 64, 32, 16 (sum 176);
-  // fixed B = 128 scales to 46.55, 46.55, 23.27, 11.64 -> largest remainders give 47, 46, 23, 12.
+  // fixed B = 128 scales to 46.55, 46.55, 23.27, 11.64 -> the 2 units left go where they add least
+  // relatively (47/46.55 < 24/23.27 = 12/11.64): 47, 47, 23, 11.
   BatchPlan plan = p.decide(make_state({32, 32, 32, 32}, {1, 1, 2, 4}, true, 128));
-  EXPECT_EQ(plan.batch_sizes, (std::vector<int32_t>{47, 46, 23, 12}));
+  EXPECT_EQ(plan.batch_sizes, (std::vector<int32_t>{47, 47, 23, 11}));
   EXPECT_EQ(plan.actions, (std::vector<double>{2, 2, 1, 0.5}));
   // The controller keeps B even when the bounds would let it vary.
   plan = p.decide(make_state({32, 32, 32, 32}, {1, 1, 2, 4}, false, 0));
-  EXPECT_EQ(plan.batch_sizes, (std::vector<int32_t>{47, 46, 23, 12}));
+  EXPECT_EQ(plan.batch_sizes, (std::vector<int32_t>{47, 47, 23, 11}));
 }
 
 TEST(BaselineTest, ProportionalDeadband) {

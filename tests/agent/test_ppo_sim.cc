@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "agent/plan_projection.h"
 #include "agent/ppo/default_policy.h"
 #include "agent/ppo/dynamix_policy.h"
 #include "agent/ppo/moves.h"
@@ -280,12 +281,23 @@ TEST(PpoPretrain, TrainsOverRandomClustersSavesAndReloads) {
   // Random episodes differ in size and kind; the saved policy serves any size.
   std::set<int32_t> sizes;
   std::set<std::string> kinds;
+  int random_starts = 0;
   for (int64_t ep = 0; ep < 40; ++ep) {
     PretrainEpisode e = random_episode(o, ep);
     sizes.insert(e.config.nodes);
     kinds.insert(e.kind);
-    ClusterSimulator check(e.config, e.bounds, {e.batch_per_rank}, e.window);  // a valid cluster
+    ClusterSimulator check(e.config, e.bounds, e.initial_plan, e.window);  // a valid cluster
+    if (e.initial_plan.size() == 1) continue;
+    ++random_starts;  // the global batch, within each rank's bounds, not uniform
+    EXPECT_EQ(std::accumulate(e.initial_plan.begin(), e.initial_plan.end(), int64_t{0}), e.bounds.global_batch);
+    for (size_t i = 0; i < e.initial_plan.size(); ++i) {
+      EXPECT_GE(e.initial_plan[i], e.bounds.min);
+      EXPECT_LE(e.initial_plan[i], rank_max(e.bounds, i));
+    }
+    EXPECT_NE(*std::min_element(e.initial_plan.begin(), e.initial_plan.end()),
+              *std::max_element(e.initial_plan.begin(), e.initial_plan.end()));
   }
+  EXPECT_GE(random_starts, 4);
   EXPECT_GT(sizes.size(), 5u);
   EXPECT_GE(kinds.size(), 5u);
   DynamixPolicy loaded(DynamixOptions{PpoConfig{}, false, o.output, nullptr});
@@ -316,7 +328,7 @@ TEST(PpoPretrain, SavesTheWeightsThatScoreBestOnTheValidationClusters) {
   o.log_every = 100;
   o.validate_every = 4;
   o.validation_episodes = 6;
-  o.seed = 7;  // its best validation (episode 16) is neither the first nor the last
+  o.seed = 9;  // its best validation (episode 16) is neither the first nor the last
   // No prior and a fast learner: the greedy move changes from one validation to the next.
   o.ppo.prior_logit = 0;
   o.ppo.prior_kl_coef = 0;

@@ -14,18 +14,33 @@ namespace {
 
 int64_t sum(const std::vector<int32_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
 
-TEST(ProjectionTest, LargestRemainderRounding) {
+TEST(ProjectionTest, RoundingKeepsTheLargestRelativeExcessSmallest) {
   BatchBounds b;
   b.min = 1;
   b.max = {100};
   b.max_change = 0;
   b.global_batch = 4;
-  // Continuous fit is the desired plan itself; one unit left goes to the first of the tied .5's.
+  // Continuous fit is the desired plan itself; the unit left goes to the first of the tied 1.5's.
   EXPECT_EQ(project_plan({1.5, 1.5, 1.0}, {1, 1, 1}, b).batch_sizes, (std::vector<int32_t>{2, 1, 1}));
   b.global_batch = 128;
-  // 64:64:32:16 scaled to 128 = 46.55, 46.55, 23.27, 11.64 -> floors 126, remainders .64 and .55 win.
+  // 64:64:32:16 scaled to 128 = 46.55, 46.55, 23.27, 11.64 -> floors 126; 47/46.55 = 1.010 is the
+  // smallest excess (24/23.27 = 12/11.64 = 1.031), so both units go to the large ranks.
   EXPECT_EQ(project_plan({64, 64, 32, 16}, {32, 32, 32, 32}, b).batch_sizes,
-            (std::vector<int32_t>{47, 46, 23, 12}));
+            (std::vector<int32_t>{47, 47, 23, 11}));
+  // The suite's ten-second-step cluster (4 fast ranks, 4 at 0.3x): the balanced 53.5 / 10.5 with
+  // B = 256. Largest remainders would give the slow ranks 11 (4.8 % over their share, so every step
+  // waits for them); 54 is only 0.9 % over 53.5.
+  b.global_batch = 256;
+  EXPECT_EQ(project_plan({53.5, 53.5, 53.5, 53.5, 10.5, 10.5, 10.5, 10.5}, std::vector<int32_t>(8, 32), b)
+                .batch_sizes,
+            (std::vector<int32_t>{54, 54, 54, 54, 10, 10, 10, 10}));
+  // A rank at its upper bound takes no unit: unbounded, 2.5, 2.5, 2 round to 3, 2, 2; with rank 0
+  // capped at 2 the fit is 2, 2.78, 2.22 and the unit goes to rank 1 (3/2.78 < 3/2.22).
+  b.max = {100};
+  b.global_batch = 7;
+  EXPECT_EQ(project_plan({2.5, 2.5, 2}, {2, 2, 2}, b).batch_sizes, (std::vector<int32_t>{3, 2, 2}));
+  b.max = {2, 100, 100};
+  EXPECT_EQ(project_plan({2.5, 2.5, 2}, {2, 2, 2}, b).batch_sizes, (std::vector<int32_t>{2, 3, 2}));
 }
 
 TEST(ProjectionTest, RespectsChangeLimitAndAlwaysAllowsOneStep) {
