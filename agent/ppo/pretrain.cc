@@ -205,7 +205,8 @@ PretrainEpisode random_episode(const PretrainOptions& o, int64_t episode) {
   if (d.chance(o.event_probability))
     ep.kind = draw_events(d, c, o.windows_per_episode * ep.window, ep.window);
   ep.initial_plan = {o.batch_per_rank};
-  if (d.chance(o.random_start_probability)) ep.initial_plan = random_plan(d, ep.bounds, c.nodes, o.batch_per_rank);
+  if (d.chance(o.random_start_probability))
+    ep.initial_plan = random_plan(d, ep.bounds, c.nodes, o.batch_per_rank);
   return ep;
 }
 

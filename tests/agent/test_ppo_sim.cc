@@ -289,7 +289,8 @@ TEST(PpoPretrain, TrainsOverRandomClustersSavesAndReloads) {
     ClusterSimulator check(e.config, e.bounds, e.initial_plan, e.window);  // a valid cluster
     if (e.initial_plan.size() == 1) continue;
     ++random_starts;  // the global batch, within each rank's bounds, not uniform
-    EXPECT_EQ(std::accumulate(e.initial_plan.begin(), e.initial_plan.end(), int64_t{0}), e.bounds.global_batch);
+    EXPECT_EQ(std::accumulate(e.initial_plan.begin(), e.initial_plan.end(), int64_t{0}),
+              e.bounds.global_batch);
     for (size_t i = 0; i < e.initial_plan.size(); ++i) {
       EXPECT_GE(e.initial_plan[i], e.bounds.min);
       EXPECT_LE(e.initial_plan[i], rank_max(e.bounds, i));
