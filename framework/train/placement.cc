@@ -56,14 +56,19 @@ Placement plan_placement(const Topology& t, int local_rank, int local_size, Plac
   if (node < 0 && bind == PlacementBind::kNuma) return p;  // a GPU of unknown NUMA node: nothing to bind to
   std::vector<Core> cores = cores_of(t, node);
   if (cores.empty()) return p;
+  // My position among the local ranks bound to the same node, and how many they are.
+  int position = 0, sharing = 0;
+  for (int q = 0; q < local_size; ++q) {
+    if (node_of(t, gpu_order, q, use_gpus) != node) continue;
+    if (q < local_rank) ++position;
+    ++sharing;
+  }
+  // Ranks bound to one node (numa) share its cores: each gets its share as intra-op threads, so
+  // several ranks on one GPU (MPS) or on one node's GPUs do not oversubscribe the node.
+  const int node_cores = static_cast<int>(cores.size());
+  p.threads = std::max(1, node_cores / std::max(1, sharing));
   if (bind == PlacementBind::kCore) {
-    // My block among the local ranks bound to the same node.
-    int position = 0, sharing = 0;
-    for (int q = 0; q < local_size; ++q) {
-      if (node_of(t, gpu_order, q, use_gpus) != node) continue;
-      if (q < local_rank) ++position;
-      ++sharing;
-    }
+    // My block of the node's cores.
     const size_t n = cores.size(), m = static_cast<size_t>(std::max(1, sharing)),
                  k = static_cast<size_t>(position);
     const size_t begin = m <= n ? k * n / m : k % n;
@@ -75,7 +80,7 @@ Placement plan_placement(const Topology& t, int local_rank, int local_size, Plac
   std::sort(p.cpus.begin(), p.cpus.end());
   p.numa =
       node >= 0 ? t.numa[static_cast<size_t>(node)].os_index : (t.numa.size() == 1 ? t.numa[0].os_index : -1);
-  p.threads = static_cast<int>(cores.size());
+  if (bind == PlacementBind::kCore) p.threads = static_cast<int>(cores.size());
   return p;
 }
 

@@ -2,7 +2,8 @@
 // and which cores. GPUs are spread over the NUMA nodes (two ranks on a two-socket, four-GPU node
 // take one socket each), a rank is bound to the cores of its GPU's NUMA node, and without GPUs
 // every rank of a node gets a disjoint share of its cores; LibTorch's intra-op threads follow the
-// cores a rank got (unless OMP_NUM_THREADS says otherwise). The topology comes from hwloc
+// cores a rank got, or its share of its node's cores when several ranks are bound to one node
+// (unless OMP_NUM_THREADS says otherwise). The topology comes from hwloc
 // (hwloc_topology.h); the plan itself is a pure function of it, tested on synthetic machines.
 #pragma once
 
@@ -36,7 +37,8 @@ struct Placement {
   int gpu = -1;           // index into Topology::gpus; -1: none (CPU training)
   int numa = -1;          // os_index of the NUMA node of `cpus`; -1: none or several
   std::vector<int> cpus;  // PUs to bind to; empty: leave the binding as it is
-  int threads = 0;        // cores in `cpus` (intra-op threads); 0 when not bound
+  int threads = 0;        // intra-op threads: the cores in `cpus` (core), the node's cores over the
+                          // ranks bound to it (numa); 0 when not bound
 };
 
 // The plan for node-local rank `local_rank` of `local_size`. `bind`: none | numa | core (auto is

@@ -138,10 +138,12 @@ TEST(Bf16Autocast, TrainsWithIdenticalFloat32Replicas) {
   trainer.setup();
   trainer.prepare();
   for (int i = 0; i < 8; ++i) ASSERT_TRUE(trainer.step());
-  // Replicas agree exactly (same averaged gradient applied everywhere) and stayed float32.
+  // Replicas agree exactly (same averaged gradient applied everywhere) and stayed float32. The
+  // comparison goes through host memory: MPI takes host pointers (train.device is auto, so this
+  // trains on the GPU where there is one).
   for (auto& p : trainer.model().parameters()) {
     ASSERT_EQ(p.scalar_type(), torch::kFloat32);
-    auto mine = p.detach().contiguous().clone();
+    auto mine = p.detach().cpu().contiguous().clone();
     auto root = mine.clone();
     comm.broadcast(root.data_ptr(), static_cast<size_t>(root.numel()), DType::kFloat32, 0);
     EXPECT_TRUE(torch::equal(mine, root));

@@ -88,6 +88,25 @@ TEST(Placement, WithoutGpusEveryLocalRankGetsADisjointShareOfCores) {
   EXPECT_EQ(plan_placement(big, 1, 4, PlacementBind::kNuma, false).cpus.size(), 12u);
 }
 
+TEST(Placement, RanksSharingANumaNodeShareItsCoresAsThreads) {
+  // The GPU run of 2026-11-27: 4 ranks under MPS on one GPU of a 16-core node each took 16
+  // intra-op threads (64 on 16 cores). Bound to the node, they now take a quarter each.
+  Topology t = machine(1, 16);
+  t.gpus = {{"cuda:0", 0}};
+  for (int r = 0; r < 4; ++r) {
+    const Placement p = plan_placement(t, r, 4, PlacementBind::kNuma, true);
+    EXPECT_EQ(p.gpu, 0) << "rank " << r;
+    EXPECT_EQ(p.cpus, range(0, 16)) << "rank " << r;
+    EXPECT_EQ(p.threads, 4) << "rank " << r;
+  }
+  // Eight GPUs on two nodes of 8 cores: four ranks per node, two threads each.
+  Topology big = machine(2, 8);
+  for (int g = 0; g < 8; ++g) big.gpus.push_back({"cuda:" + std::to_string(g), g / 4});
+  EXPECT_EQ(plan_placement(big, 5, 8, PlacementBind::kNuma, true).threads, 2);
+  // More ranks than cores still leaves each one thread.
+  EXPECT_EQ(plan_placement(t, 20, 40, PlacementBind::kNuma, true).threads, 1);
+}
+
 TEST(Placement, NoneChoosesTheGpuButBindsNothing) {
   Topology t = machine(2, 4);
   t.gpus = {{"a", 0}, {"b", 1}};
