@@ -1,16 +1,36 @@
 // DYNAMIX — the prefetch thread: a job queue in, futures out (they carry exceptions to take()).
 #include "datasets/prefetcher.h"
 
+#include <algorithm>
+
 #include "framework/core/error.h"
 
 namespace dynamix {
+namespace {
+
+// The parts' `field` tensors joined along the batch dimension, page-locked if `pin`.
+torch::Tensor join(const std::vector<Batch>& parts, torch::Tensor Batch::*field, bool pin) {
+  std::vector<torch::Tensor> pieces;
+  for (const Batch& part : parts) pieces.push_back(part.*field);
+  if (!pin) return torch::cat(pieces, 0);
+  std::vector<int64_t> shape = pieces[0].sizes().vec();
+  shape[0] = 0;
+  for (const auto& piece : pieces) shape[0] += piece.size(0);
+  torch::Tensor out = torch::empty(shape, pieces[0].options().pinned_memory(true));
+  torch::cat_out(out, pieces, 0);
+  return out;
+}
+
+}  // namespace
 
 BatchPrefetcher::BatchPrefetcher(std::shared_ptr<const Dataset> dataset, bool pin_memory,
-                                 std::function<Batch(Batch)> finish)
+                                 std::function<Batch(Batch)> finish, int workers)
     : dataset_(std::move(dataset)),
       pin_(pin_memory && torch::cuda::is_available()),
+      workers_(workers),
       finish_(std::move(finish)) {
   if (!dataset_) throw Error("BatchPrefetcher: null dataset");
+  if (workers_ < 1) throw Error("BatchPrefetcher: workers must be >= 1, got " + std::to_string(workers_));
   thread_ = std::thread([this] { run(); });
 }
 
@@ -59,17 +79,40 @@ void BatchPrefetcher::run() {
       jobs_.pop_front();
     }
     try {
-      Batch b = dataset_->get(job.indices, job.seed);
-      if (pin_) {
-        b.inputs = b.inputs.pin_memory();
-        b.targets = b.targets.pin_memory();
-      }
+      Batch b = load(job.indices, job.seed);
       if (finish_) b = finish_(std::move(b));
       job.result.set_value(std::move(b));
     } catch (...) {
       job.result.set_exception(std::current_exception());
     }
   }
+}
+
+// Chunk 0 loads on this thread, the others on threads of their own (a thread start costs tens of
+// microseconds; a batch worth splitting takes milliseconds).
+Batch BatchPrefetcher::load(const std::vector<int64_t>& indices, uint64_t seed) const {
+  const int64_t n = static_cast<int64_t>(indices.size());
+  const int64_t chunks = std::clamp<int64_t>(n / kMinChunk, 1, workers_);
+  if (chunks == 1) {
+    Batch b = dataset_->get(indices, seed);
+    if (pin_) {
+      b.inputs = b.inputs.pin_memory();
+      b.targets = b.targets.pin_memory();
+    }
+    return b;
+  }
+  auto chunk = [&](int64_t c) {
+    return std::vector<int64_t>(indices.begin() + c * n / chunks, indices.begin() + (c + 1) * n / chunks);
+  };
+  std::vector<std::future<Batch>> others;
+  for (int64_t c = 1; c < chunks; ++c) {
+    others.push_back(std::async(std::launch::async,
+                                [this, part = chunk(c), seed] { return dataset_->get(part, seed); }));
+  }
+  std::vector<Batch> parts;
+  parts.push_back(dataset_->get(chunk(0), seed));
+  for (auto& f : others) parts.push_back(f.get());
+  return {join(parts, &Batch::inputs, pin_), join(parts, &Batch::targets, pin_)};
 }
 
 }  // namespace dynamix

@@ -87,10 +87,10 @@ Batch SyntheticImages::get(const std::vector<int64_t>& indices, uint64_t /*seed*
   torch::Tensor x = torch::empty(shape, torch::kFloat32);
   float* xp = x.data_ptr<float>();
   const int64_t* lp = labels.data_ptr<int64_t>();
-  // Samples are independent: spread them over the intra-op thread pool.
-  at::parallel_for(0, static_cast<int64_t>(indices.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t k = begin; k < end; ++k) fill(indices[k], lp[k], xp + k * numel_);
-  });
+  // One thread: the loader splits large batches over its workers (datasets/prefetcher.h).
+  // (at::parallel_for ran serially here: its OpenMP loop lives in a header, and this code is not
+  // compiled with -fopenmp.)
+  for (size_t k = 0; k < indices.size(); ++k) fill(indices[k], lp[k], xp + static_cast<int64_t>(k) * numel_);
   return {x, labels};
 }
 

@@ -1,7 +1,8 @@
-// DYNAMIX — `dynamix bench step`: one rank, the framework's step (sampler, data, forward/backward,
-// bucketed weighted allreduce path, optimizer, statistics) vs a bare LibTorch loop on the same
-// model, batch, optimizer, device, precision and layout. Repeats alternate between the two to
-// share machine noise.
+// DYNAMIX — `dynamix bench step`: one rank, the framework's step (sampler, data loading and upload,
+// forward/backward, bucketed weighted allreduce path, optimizer, statistics) vs a bare LibTorch loop
+// on the same model, batch, optimizer, device, precision and layout, whose batches are made before
+// timing and wait on the device (as scripts/gpu/pytorch_loop.py's): the ratio counts what the
+// framework's data path fails to hide. Repeats alternate between the two to share machine noise.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +21,7 @@ namespace dynamix {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr int64_t kBareBatches = 4;
 
 const char* kDefaultConfig = R"(
 model: cnn
@@ -49,7 +51,7 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
     trainer.prepare();
 
     // The bare loop: same architecture, device, precision, layout, optimizer (train.optimizer) and
-    // data, nothing else (fp16: the loss scaled, gradients unscaled and checked as PyTorch's
+    // samples, loaded before timing; nothing else (fp16: the loss scaled, gradients unscaled and checked as PyTorch's
     // GradScaler does, with a fixed scale).
     torch::manual_seed(config.train.seed);
     ModelSpec spec{trainer.train_set().sample_shape(), trainer.train_set().num_classes(),
@@ -65,14 +67,19 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
     const auto inv_scale = torch::full({1}, 1.0 / kBareScale, torch::TensorOptions().device(device));
     const int64_t b = trainer.plan()[0];
     const int64_t n = trainer.train_set().size();
-    int64_t cursor = 0;
-    auto bare_step = [&] {
+    std::vector<Batch> ready;  // a few distinct batches, already on the device
+    for (int64_t k = 0; k < kBareBatches; ++k) {
       std::vector<int64_t> idx(static_cast<size_t>(b));
-      for (auto& i : idx) i = cursor++ % n;
+      for (size_t i = 0; i < idx.size(); ++i) idx[i] = (k * b + static_cast<int64_t>(i)) % n;
       Batch batch = trainer.train_set().get(idx, 0);
+      ready.push_back({batch.inputs.to(device), batch.targets.to(device)});
+    }
+    size_t next = 0;
+    auto bare_step = [&] {
+      const Batch& batch = ready[next++ % ready.size()];
       bare_opt->zero_grad();
-      auto logits = forward_logits(*bare, batch.inputs.to(device), config.train);
-      auto loss = torch::nn::functional::cross_entropy(logits, batch.targets.to(device));
+      auto logits = forward_logits(*bare, batch.inputs, config.train);
+      auto loss = torch::nn::functional::cross_entropy(logits, batch.targets);
       if (fp16) {
         (loss * kBareScale).backward();
         std::vector<torch::Tensor> grads;

@@ -40,6 +40,12 @@ Fields dataset_fields(DatasetConfig& d, const YamlReader& r) {
        }},
       {"path", [&](const Node& v, const Path& p) { d.path = r.string(v, p); }},
       {"augment", [&](const Node& v, const Path& p) { d.augment = r.boolean(v, p); }},
+      {"workers",
+       [&](const Node& v, const Path& p) {
+         const int64_t w = r.integer(v, p);
+         r.require(w >= 0 && w <= 64, v, p, "must be 0 (auto) to 64");
+         d.workers = static_cast<int>(w);
+       }},
       {"train_size",
        [&](const Node& v, const Path& p) {
          d.train_size = r.integer(v, p);

@@ -18,6 +18,10 @@ struct DatasetConfig {
   std::string
       path;  // directory or file; default per dataset (fashion_mnist: /usr/share/datasets/fashion-mnist)
   bool augment = false;  // CIFAR-style random crop + flip on the training set
+  // Threads that load one training batch (chunks joined in order; the batch is the same for any
+  // number). 0 = auto: 1 on a CPU, where loading overlaps compute on the same cores; on a GPU the
+  // rank's intra-op threads, at most 8, as the CPU is free while the GPU computes.
+  int workers = 0;
   // synthetic / text only:
   int64_t train_size = 4096;                 // synthetic samples in the training split
   int64_t test_size = 1024;                  // synthetic samples in the test split

@@ -4,6 +4,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <vector>
@@ -28,6 +29,11 @@ bool nccl_built() {
 #else
   return false;
 #endif
+}
+
+int loader_workers(int configured, const torch::Device& device) {
+  if (configured > 0) return configured;
+  return device.is_cuda() ? std::clamp(torch::get_num_threads(), 1, 8) : 1;
 }
 
 torch::Device choose_device(const Config& config, int gpu_slot) {

@@ -39,6 +39,9 @@ std::string device_bus_id(const torch::Device& device);
 // Whether this build has the NCCL communicator and the CUDA kernels.
 bool nccl_built();
 
+// Threads that load a training batch (dataset.workers; 0 = auto, see DatasetConfig::workers).
+int loader_workers(int configured, const torch::Device& device);
+
 // Makes `device` the current CUDA device of the calling thread (raw CUDA calls and NCCL follow
 // it; LibTorch ops follow their tensors). No-op for a CPU device.
 void make_device_current(const torch::Device& device);

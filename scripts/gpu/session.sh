@@ -14,6 +14,9 @@
 #                                            cudnn.benchmark, torch.compile)   -> bench-step.jsonl
 #   scripts/gpu/session.sh allreduce         `dynamix bench allreduce` on the GPU: NCCL at 1 rank,
 #                                            MPI with host staging, CPU reference -> allreduce.txt
+#   scripts/gpu/session.sh runs              `dynamix train` for real: a CPU checkpoint resumed on
+#                                            the GPU, then 4 ranks on the GPU under MPS with thread
+#                                            shares $MPS_SHARES, every policy  -> runs.tar.gz
 #
 # MODEL: resnet18 (3x32x32, batch 256, 10 classes), resnet50, vgg16 (3x224x224, batch 64, 1000
 # classes); default all three. A stage that needs binaries builds what is missing first (a
@@ -31,7 +34,11 @@
 # GPU_TESTS (cuda|gpu|nccl|device: test and target names, case-insensitive, that the test stage
 # takes), CARRIED_BIN (build-gpu-bin/dynamix-bin.tar.xz: the build stage's
 # $OUT/dynamix-bin.tar.xz, carried into a later call that may land on a fresh machine, so that
-# bench and allreduce need no new build).
+# bench and allreduce need no new build), BIN_TARBALL (1; 0: the build stage returns no binary,
+# leaving its place among the 8 files a call returns), TEST_TIMEOUT_S (300: per ctest test),
+# runs: MPS_SHARES (100,100,50,25), MPS_POLICIES (static proportional gns dynamix), MPS_MODEL
+# (resnet50), MPS_IMAGE (224), MPS_BATCH (32 per rank), MPS_STEPS (300), RESUME_CHECK (1),
+# RESUME_FROM (a run folder with a checkpoint written elsewhere, e.g. by LibTorch 1.13, to resume).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -213,7 +220,7 @@ ensure_built() {
   rem=$(left)
   ((rem > 10)) || die "no time left in this call to build $*"
   echo "### ninja $* ($(date -u +%H:%M:%S), limit ${rem}s)" >>"$OUT/build.log"
-  timeout -k 10 "$rem" ninja -C "$BUILD_DIR" "$@" >>"$OUT/build.log" 2>&1 || rc=$?
+  timeout -k 10 "$rem" ninja -k 0 -C "$BUILD_DIR" "$@" >>"$OUT/build.log" 2>&1 || rc=$?
   if ((rc == 124 || rc == 137)); then
     die "the build of $* did not finish within the call's budget;" \
       "call again at once (ninja resumes while the machine is warm)"
@@ -250,8 +257,10 @@ stage_build() {
   ensure_built dynamix "${targets[@]}"
   row build "dynamix + ${#targets[@]} GPU test targets" ok $((SECONDS - t0)) "${targets[*]}"
   # For later calls on a fresh machine: carry it back in as $CARRIED_BIN (see need_dynamix).
-  tar -C "$BUILD_DIR/bin" -cJf "$OUT/dynamix-bin.tar.xz" dynamix
-  row build "dynamix-bin.tar.xz" ok 0 "$(du -h "$OUT/dynamix-bin.tar.xz" | cut -f1)"
+  if [[ ${BIN_TARBALL:-1} == 1 ]]; then
+    tar -C "$BUILD_DIR/bin" -cJf "$OUT/dynamix-bin.tar.xz" dynamix
+    row build "dynamix-bin.tar.xz" ok 0 "$(du -h "$OUT/dynamix-bin.tar.xz" | cut -f1)"
+  fi
 }
 
 # Everything else (the other tests, benchmarks) while the call's budget lasts; run again to resume.
@@ -310,7 +319,7 @@ for name in sys.stdin.read().splitlines():
     row test "ctest GPU tests" skipped 0 "no time left in this call"
     return 0
   fi
-  (cd "$BUILD_DIR" && timeout -k 10 "$rem" ctest -R "$regex" -j 4 --output-on-failure --timeout 300) \
+  (cd "$BUILD_DIR" && timeout -k 10 "$rem" ctest -R "$regex" -j 4 --output-on-failure --timeout "${TEST_TIMEOUT_S:-300}") \
     >>"$OUT/ctest-gpu.txt" 2>&1 || rc=$?
   grep -E '^ *[0-9]+/[0-9]+ Test|tests passed|tests failed|Not Run' "$OUT/ctest-gpu.txt" | tail -60 || true
   local total skipped
@@ -529,6 +538,130 @@ stage_allreduce() {
     row allreduce summarize FAILED - ""
 }
 
+# --- runs: real training runs on the GPU ---------------------------------------------------------
+# A checkpoint written on the CPU resumed on the GPU (and one written by LibTorch 1.13, when
+# $RESUME_FROM names a run folder carried in), then 4 ranks sharing the GPU under MPS with thread
+# shares $MPS_SHARES ($MPS_MODEL on synthetic images, MPI backend), once per policy.
+# Results: session-summary.txt rows and runs.tar.gz (each run's summary, decisions, metrics).
+MPS_SHARES=${MPS_SHARES:-100,100,50,25}
+MPS_POLICIES=${MPS_POLICIES:-static proportional gns dynamix}
+MPS_STEPS=${MPS_STEPS:-300}
+# GPU-bound per rank, so that thread shares show: on the H200 (2026-11-27) ResNet-18 at 32x32
+# (batch 128) and 64x64 (batch 256) took the same ~12 ms of compute on every rank whatever its
+# share, the step being bound by the CPU (kernel launches, 4 x 16 threads on 16 cores).
+MPS_MODEL=${MPS_MODEL:-resnet50}
+MPS_IMAGE=${MPS_IMAGE:-224}
+MPS_BATCH=${MPS_BATCH:-32}
+run_summary() {  # run_summary DIR: one line from summary.json and the last decision's plan
+  "$PY" - "$1" <<'EOF'
+import json, sys, pathlib
+d = pathlib.Path(sys.argv[1])
+try:
+    s = json.loads((d / "summary.json").read_text())
+except Exception as e:
+    print("no summary.json (%s)" % e)
+    sys.exit(0)
+plan = "?"
+dec = d / "decisions.jsonl"
+if dec.exists():
+    lines = dec.read_text().splitlines()
+    if lines:
+        plan = json.loads(lines[-1]).get("plan", "?")
+ttt = s.get("time_to_target_s")
+print("total %.1fs, ttt %s, wait %.1f%%, acc %.3f, backend %s, plan %s" % (
+    s["total_time_s"], "-" if ttt is None else "%.1fs" % ttt, 100 * s["mean_wait_fraction"],
+    s["final_test_accuracy"], s.get("backend"), plan))
+EOF
+}
+
+resume_check() {  # resume_check LABEL DIR: resume DIR's run on $DEVICE up to step 40
+  local label=$1 dir=$2 log
+  log=$(mktemp)
+  ITEM="resume on $DEVICE: $label"
+  run_item runs "$ITEM" 60 "$log" "$DYNAMIX" train --config "$dir/config.yaml" --resume \
+    --set "output.dir=$dir" --set "train.device=$DEVICE" --set train.max_steps=40
+  cat "$log" >>"$RUNS_DIR/runs.log"
+  if ((ITEM_RC == 0)) && grep -q '"steps": 40' "$dir/summary.json" 2>/dev/null; then
+    row runs "$ITEM" ok "$ITEM_S" "$(run_summary "$dir")"
+  else
+    row runs "$ITEM" FAILED "$ITEM_S" "exit $ITEM_RC: $(grep -m1 -i error "$log" | cut -c1-150)"
+  fi
+  rm -f "$log"
+}
+
+mps_start() {
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/dynamix-mps/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/dynamix-mps/log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if nvidia-cuda-mps-control -d >>"$RUNS_DIR/runs.log" 2>&1; then
+    row runs "MPS daemon" ok 0 "thread shares $MPS_SHARES"
+  else
+    row runs "MPS daemon" FAILED 0 "nvidia-cuda-mps-control -d failed: the ranks share the GPU unlimited"
+  fi
+}
+
+mps_run() {  # mps_run POLICY CONFIG
+  local p=$1 cfg=$2 log
+  log=$(mktemp)
+  ITEM="mps 4 ranks $MPS_SHARES: $p"
+  # shellcheck disable=SC2016
+  run_item runs "$ITEM" 120 "$log" "${MPIRUN[@]}" -np 4 -x MPS_SHARES bash -c \
+    'export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$(cut -d, -f$((OMPI_COMM_WORLD_RANK + 1)) <<<"$MPS_SHARES"); exec "$@"' \
+    _ "$DYNAMIX" train --config "$cfg" --set "policy.name=$p" --set "output.dir=$RUNS_DIR/mps-$p"
+  cat "$log" >>"$RUNS_DIR/runs.log"
+  if ((ITEM_RC == -1)); then
+    row runs "$ITEM" skipped 0 "the call's budget is spent"
+  elif ((ITEM_RC == 0)); then
+    row runs "$ITEM" ok "$ITEM_S" "$(run_summary "$RUNS_DIR/mps-$p")"
+  else
+    row runs "$ITEM" FAILED "$ITEM_S" "exit $ITEM_RC: $(grep -m1 -i error "$log" | cut -c1-150)"
+  fi
+  rm -f "$log"
+}
+
+stage_runs() {
+  stage_start runs
+  need_dynamix
+  RUNS_DIR="$root/$BUILD_DIR/runs"
+  [[ -n $BUILD_DIR ]] || die "BUILD_DIR is empty"
+  rm -rf "$RUNS_DIR"
+  mkdir -p "$RUNS_DIR"
+  # 1. Checkpoints across devices.
+  local dir="$RUNS_DIR/resume-cpu" log
+  mkdir -p "$dir"
+  cat >"$dir/config.yaml" <<EOF
+model: cnn
+dataset: {name: synthetic, shape: [1, 28, 28], classes: 10, train_size: 4096, test_size: 512}
+batch: {init: 32}
+train: {max_steps: 20, device: cpu, seed: 3}
+output: {dir: $dir, checkpoint_every: 10}
+EOF
+  log=$(mktemp)
+  run_item runs "cpu run, 20 steps" 60 "$log" "$DYNAMIX" train --config "$dir/config.yaml"
+  cat "$log" >>"$RUNS_DIR/runs.log"
+  rm -f "$log"
+  [[ ${RESUME_CHECK:-1} == 1 ]] && resume_check "checkpoint written on the CPU by this build" "$dir"
+  if [[ -n ${RESUME_FROM:-} && -d $RESUME_FROM ]]; then
+    cp -r "$RESUME_FROM" "$RUNS_DIR/resume-1.13"
+    sed -i "s|^output:.*|output: {dir: $RUNS_DIR/resume-1.13, checkpoint_every: 10}|" "$RUNS_DIR/resume-1.13/config.yaml"
+    resume_check "checkpoint written by LibTorch 1.13 (CPU)" "$RUNS_DIR/resume-1.13"
+  fi
+  # 2. MPS: real compute heterogeneity on one GPU, every policy.
+  mps_start
+  local cfg="$RUNS_DIR/mps.yaml" p
+  cat >"$cfg" <<EOF
+model: $MPS_MODEL
+dataset: {name: synthetic, shape: [3, $MPS_IMAGE, $MPS_IMAGE], classes: 10, train_size: 200000, test_size: 1024}
+batch: {init: [$MPS_BATCH, $MPS_BATCH, $MPS_BATCH, $MPS_BATCH], min: 8, max: 1024, global: fixed}
+train: {optimizer: sgd, momentum: 0.9, lr: 0.05, lr_scaling: linear, warmup_steps: 20,
+        max_steps: $MPS_STEPS, target_accuracy: 0.95, eval_every: 50, seed: 1, device: cuda,
+        precision: bf16, channels_last: true}
+policy: {name: static, window: 20}
+EOF
+  for p in $MPS_POLICIES; do mps_run "$p" "$cfg"; done
+  echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true
+  (cd "$RUNS_DIR" && tar --exclude='checkpoint*' -czf "$OUT/runs.tar.gz" .) || row runs runs.tar.gz FAILED 0 ""
+}
+
 # --- main ----------------------------------------------------------------------------------------
 (($#)) || {
   sed -n '2,/^set -euo/p' "$0" | sed '$d'
@@ -549,7 +682,8 @@ while (($#)); do
     bench) stage_bench "${models[@]}" ;;
     compile) stage_compile "${models[@]}" ;;
     allreduce) stage_allreduce ;;
-    *) die "unknown stage '$stage' (build | build-all | test | bench [MODEL...] | compile [MODEL...] | allreduce)" ;;
+    runs) stage_runs ;;
+    *) die "unknown stage '$stage' (build | build-all | test | bench [MODEL...] | compile [MODEL...] | allreduce | runs)" ;;
   esac
 done
 ((FAILED == 0)) || exit 1

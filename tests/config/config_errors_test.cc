@@ -112,6 +112,7 @@ const ErrorCase kCases[] = {
      {},
      {"'train.nesterov' needs 'train.momentum' > 0"}},
     {"BatchMinZero", "batch: {min: 0}", {}, {"'batch.min' must be >= 1"}},
+    {"LoaderWorkers", "dataset: {workers: 65}", {}, {"'dataset.workers' must be 0 (auto) to 64"}},
     {"BatchMaxBelowMin",
      "batch: {init: 40, min: 64, max: 32}",
      {},

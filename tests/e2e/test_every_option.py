@@ -104,6 +104,9 @@ def cases(d):
         "dataset fashion_mnist": ["dataset.name=fashion_mnist"],
         "dataset cifar10, augment": ["model=resnet18_cifar", "dataset.name=cifar10", f"dataset.path={cifar_dir(d)}",
                                      "dataset.augment=true", "batch.init=[4,4]"],
+        "dataset workers 3, cifar10 augment": ["model=resnet18_cifar", "dataset.name=cifar10",
+                                               f"dataset.path={cifar_dir(d)}", "dataset.augment=true",
+                                               "dataset.workers=3", "batch.init=[48,48]"],
     }
     if os.geteuid() == 0:
         c["monitor ebpf on"] = ["monitor.ebpf=on"]
