@@ -106,8 +106,8 @@ Batch BatchPrefetcher::load(const std::vector<int64_t>& indices, uint64_t seed) 
   };
   std::vector<std::future<Batch>> others;
   for (int64_t c = 1; c < chunks; ++c) {
-    others.push_back(std::async(std::launch::async,
-                                [this, part = chunk(c), seed] { return dataset_->get(part, seed); }));
+    others.push_back(
+        std::async(std::launch::async, [this, part = chunk(c), seed] { return dataset_->get(part, seed); }));
   }
   std::vector<Batch> parts;
   parts.push_back(dataset_->get(chunk(0), seed));

@@ -152,8 +152,9 @@ void Trainer::setup() {
     uploader_ = std::make_unique<BatchUploader>(device_);
     upload = [uploader = uploader_.get()](Batch b) { return uploader->upload(std::move(b)); };
   }
-  prefetcher_ = std::make_unique<BatchPrefetcher>(data_.train, /*pin_memory=*/device_.is_cuda(), std::move(upload),
-                                                  loader_workers(config_.dataset.workers, device_));
+  prefetcher_ =
+      std::make_unique<BatchPrefetcher>(data_.train, /*pin_memory=*/device_.is_cuda(), std::move(upload),
+                                        loader_workers(config_.dataset.workers, device_));
   hetero_ = std::make_unique<HeteroEmulator>(config_.hetero, rank_, world_, config_.train.seed);
   if (config_.comm.overlap && world_ > 1) {
     if (mpi_allows_comm_thread()) {

@@ -138,7 +138,8 @@ TEST(Prefetcher, WorkersSplitABatchAndJoinItUnchanged) {
       for (size_t i = 0; i < sizes.size(); ++i) {
         const Batch got = pf.take();
         const Batch want = inner->get(shuffled(sizes[i], 1000), 7 + i);  // masking depends on the seed
-        EXPECT_TRUE(torch::equal(got.inputs, want.inputs)) << spec.name << " workers " << workers << " n " << sizes[i];
+        EXPECT_TRUE(torch::equal(got.inputs, want.inputs))
+            << spec.name << " workers " << workers << " n " << sizes[i];
         EXPECT_TRUE(torch::equal(got.targets, want.targets)) << spec.name << " workers " << workers;
       }
       // 15 samples: one chunk; 40: two of 20; 101: min(workers, 6) chunks.
