@@ -641,8 +641,7 @@ EOF
   rm -f "$log"
   [[ ${RESUME_CHECK:-1} == 1 ]] && resume_check "checkpoint written on the CPU by this build" "$dir"
   if [[ -n ${RESUME_FROM:-} && -d $RESUME_FROM ]]; then
-    cp -r "$RESUME_FROM" "$RUNS_DIR/resume-1.13"
-    sed -i "s|^output:.*|output: {dir: $RUNS_DIR/resume-1.13, checkpoint_every: 10}|" "$RUNS_DIR/resume-1.13/config.yaml"
+    cp -r "$RESUME_FROM" "$RUNS_DIR/resume-1.13"  # resume_check points output.dir at the copy
     resume_check "checkpoint written by LibTorch 1.13 (CPU)" "$RUNS_DIR/resume-1.13"
   fi
   # 2. MPS: real compute heterogeneity on one GPU, every policy.
