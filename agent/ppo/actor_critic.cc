@@ -1,29 +1,45 @@
 // DYNAMIX — shared-weight actor-critic; orthogonal init from a private generator (no global RNG).
 #include "agent/ppo/actor_critic.h"
 
-#include <ATen/CPUGeneratorImpl.h>
-
+#include <Eigen/QR>
 #include <cmath>
+
+#include "framework/core/random.h"
 
 namespace dynamix {
 namespace {
 
-// Orthogonal init (Saxe et al.) with the given gain, as CleanRL's layer_init; bias 0.
-torch::nn::Linear make_linear(int64_t in, int64_t out, double gain, at::Generator& gen) {
+// Orthogonal init (Saxe et al.) with the given gain, as CleanRL's layer_init; bias 0. The same
+// weights on every x86-64 CPU: normals from our Rng and Eigen's Householder QR in double, where
+// LibTorch's randn and linalg_qr take CPU-dispatched kernels (AVX2/AVX-512, OpenBLAS per core
+// type) whose last bits differ, and `agent pretrain --seed 1` must rebuild the shipped policy bit
+// for bit on any machine.
+torch::nn::Linear make_linear(int64_t in, int64_t out, double gain, Rng& rng) {
   torch::nn::Linear layer(in, out);
   torch::NoGradGuard no_grad;
-  int64_t rows = std::max(in, out), cols = std::min(in, out);
-  auto a = at::randn({rows, cols}, gen, torch::kFloat);
-  auto qr = at::linalg_qr(a);
-  auto q = std::get<0>(qr) * torch::sign(torch::diagonal(std::get<1>(qr)));  // unique Q
-  if (out < in) q = q.t();                                                   // weight is [out, in]
-  layer->weight.copy_(q.contiguous() * gain);
+  const Eigen::Index rows = std::max(in, out), cols = std::min(in, out);
+  Eigen::MatrixXd a(rows, cols);
+  for (Eigen::Index i = 0; i < rows; ++i) {
+    for (Eigen::Index j = 0; j < cols; ++j) a(i, j) = rng.normal();
+  }
+  const Eigen::HouseholderQR<Eigen::MatrixXd> qr(a);
+  Eigen::MatrixXd q = qr.householderQ() * Eigen::MatrixXd::Identity(rows, cols);
+  const Eigen::MatrixXd r = qr.matrixQR().topRows(cols).triangularView<Eigen::Upper>();
+  for (Eigen::Index j = 0; j < cols; ++j) {
+    if (r(j, j) < 0) q.col(j) *= -1;  // unique Q: R's diagonal positive
+  }
+  // weight is [out, in]: Q itself when out >= in, else its transpose.
+  const Eigen::MatrixXd w = (out >= in ? Eigen::MatrixXd(q) : Eigen::MatrixXd(q.transpose())) * gain;
+  auto* dst = layer->weight.data_ptr<float>();
+  for (Eigen::Index i = 0; i < w.rows(); ++i) {
+    for (Eigen::Index j = 0; j < w.cols(); ++j) dst[i * w.cols() + j] = static_cast<float>(w(i, j));
+  }
   layer->bias.zero_();
   return layer;
 }
 
 torch::nn::Sequential make_mlp(int64_t in, const std::vector<int64_t>& hidden, int64_t out, double out_gain,
-                               at::Generator& gen) {
+                               Rng& gen) {
   torch::nn::Sequential mlp;
   int64_t width = in;
   for (int64_t h : hidden) {
@@ -40,7 +56,7 @@ torch::nn::Sequential make_mlp(int64_t in, const std::vector<int64_t>& hidden, i
 ActorCriticImpl::ActorCriticImpl(int64_t node_dim, int64_t global_dim, const std::vector<int64_t>& hidden,
                                  int64_t actions, uint64_t seed)
     : node_dim_(node_dim), global_dim_(global_dim), actions_(actions) {
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  Rng gen(seed);
   actor_ = register_module("actor", make_mlp(2 * node_dim + global_dim, hidden, actions, 0.01, gen));
   critic_ = register_module("critic", make_mlp(2 * node_dim + global_dim, hidden, 1, 1.0, gen));
 }

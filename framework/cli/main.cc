@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   pt->add_option("--validate-every", pre.validate_every,
                  "episodes between scorings of the greedy policy on fixed validation clusters; the "
-                 "best scoring weights are saved (0: save the last)")
+                 "best scoring weights are saved, a later snapshot replacing them only if it scores "
+                 "over 0.002 higher (0: save the last)")
       ->capture_default_str()
       ->check(kNonNegative);
   pt->add_option("--validation-episodes", pre.validation_episodes, "validation clusters")
