@@ -78,7 +78,9 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$dir/munge.socket
+# cred_expire: how long slurmd refuses a revoked job credential, and so how long a requeued job
+# waits before it starts again (default 120 s); 10 s keeps requeue tests short.
+AuthInfo=socket=$dir/munge.socket,cred_expire=10
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/slurmctld.pid
