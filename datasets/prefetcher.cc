@@ -8,10 +8,12 @@
 namespace dynamix {
 namespace {
 
-// The parts' `field` tensors joined along the batch dimension, page-locked if `pin`.
+// The parts' `field` tensors joined along the batch dimension, page-locked if `pin` (one part is
+// taken as it is).
 torch::Tensor join(const std::vector<Batch>& parts, torch::Tensor Batch::*field, bool pin) {
   std::vector<torch::Tensor> pieces;
   for (const Batch& part : parts) pieces.push_back(part.*field);
+  if (pieces.size() == 1) return pin ? pieces[0].pin_memory() : pieces[0];
   if (!pin) return torch::cat(pieces, 0);
   std::vector<int64_t> shape = pieces[0].sizes().vec();
   shape[0] = 0;
@@ -93,14 +95,6 @@ void BatchPrefetcher::run() {
 Batch BatchPrefetcher::load(const std::vector<int64_t>& indices, uint64_t seed) const {
   const int64_t n = static_cast<int64_t>(indices.size());
   const int64_t chunks = std::clamp<int64_t>(n / kMinChunk, 1, workers_);
-  if (chunks == 1) {
-    Batch b = dataset_->get(indices, seed);
-    if (pin_) {
-      b.inputs = b.inputs.pin_memory();
-      b.targets = b.targets.pin_memory();
-    }
-    return b;
-  }
   auto chunk = [&](int64_t c) {
     return std::vector<int64_t>(indices.begin() + c * n / chunks, indices.begin() + (c + 1) * n / chunks);
   };

@@ -33,7 +33,6 @@ class BatchPrefetcher {
   Batch take();
   size_t outstanding() const;  // submitted and not yet taken
   bool pinning() const { return pin_; }
-  int workers() const { return workers_; }
 
   static constexpr int64_t kMinChunk = 16;
 

@@ -24,16 +24,14 @@ torch::nn::Linear make_linear(int64_t in, int64_t out, double gain, Rng& rng) {
   }
   const Eigen::HouseholderQR<Eigen::MatrixXd> qr(a);
   Eigen::MatrixXd q = qr.householderQ() * Eigen::MatrixXd::Identity(rows, cols);
-  const Eigen::MatrixXd r = qr.matrixQR().topRows(cols).triangularView<Eigen::Upper>();
   for (Eigen::Index j = 0; j < cols; ++j) {
-    if (r(j, j) < 0) q.col(j) *= -1;  // unique Q: R's diagonal positive
+    if (qr.matrixQR()(j, j) < 0) q.col(j) *= -1;  // unique Q: R's diagonal positive
   }
-  // weight is [out, in]: Q itself when out >= in, else its transpose.
-  const Eigen::MatrixXd w = (out >= in ? Eigen::MatrixXd(q) : Eigen::MatrixXd(q.transpose())) * gain;
-  auto* dst = layer->weight.data_ptr<float>();
-  for (Eigen::Index i = 0; i < w.rows(); ++i) {
-    for (Eigen::Index j = 0; j < w.cols(); ++j) dst[i * w.cols() + j] = static_cast<float>(w(i, j));
-  }
+  // weight is [out, in], row-major: Q itself when out >= in, else its transpose.
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  RowMajor w =
+      out >= in ? RowMajor((q * gain).cast<float>()) : RowMajor((q.transpose() * gain).cast<float>());
+  layer->weight.copy_(torch::from_blob(w.data(), {out, in}, torch::kFloat));
   layer->bias.zero_();
   return layer;
 }

@@ -259,7 +259,7 @@ constexpr double kValidationMargin = 0.002;
 void validate(DynamixPolicy& policy, const PretrainOptions& o, int64_t episode, BestPolicy& best,
               std::ostream& out) {
   const double score = validation_score(policy, o);
-  const bool better = best.score < 0 || score > best.score + kValidationMargin;
+  const bool better = score > best.score + kValidationMargin;  // the first scoring always: best.score is -1
   if (better) best = {policy.save_state(), score, episode};
   out << "validation after episode " << episode << ": throughput/ideal " << format_number("%.4f", score)
       << (better ? " (best so far)" : "") << "\n"

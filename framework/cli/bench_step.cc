@@ -51,8 +51,8 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
     trainer.prepare();
 
     // The bare loop: same architecture, device, precision, layout, optimizer (train.optimizer) and
-    // samples, loaded before timing; nothing else (fp16: the loss scaled, gradients unscaled and checked as
-    // PyTorch's GradScaler does, with a fixed scale).
+    // samples, loaded before timing; nothing else (fp16: the loss scaled, gradients unscaled and
+    // checked as PyTorch's GradScaler does, with a fixed scale).
     torch::manual_seed(config.train.seed);
     ModelSpec spec{trainer.train_set().sample_shape(), trainer.train_set().num_classes(),
                    trainer.train_set().task(), trainer.train_set().input_cardinality()};

@@ -42,9 +42,8 @@ Fields dataset_fields(DatasetConfig& d, const YamlReader& r) {
       {"augment", [&](const Node& v, const Path& p) { d.augment = r.boolean(v, p); }},
       {"workers",
        [&](const Node& v, const Path& p) {
-         const int64_t w = r.integer(v, p);
-         r.require(w >= 0 && w <= 64, v, p, "must be 0 (auto) to 64");
-         d.workers = static_cast<int>(w);
+         d.workers = r.int32(v, p);
+         r.require(d.workers >= 0 && d.workers <= 64, v, p, "must be 0 (auto) to 64");
        }},
       {"train_size",
        [&](const Node& v, const Path& p) {
