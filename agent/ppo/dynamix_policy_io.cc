@@ -2,7 +2,6 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
-#include <type_traits>
 
 #include "agent/ppo/actor_critic.h"
 #include "agent/ppo/dynamix_policy.h"
@@ -10,6 +9,7 @@
 #include "framework/core/archive_check.h"
 #include "framework/core/error.h"
 #include "framework/core/file_io.h"
+#include "framework/core/optimizer_state.h"
 #include "framework/core/tensor_checks.h"
 
 namespace dynamix {
@@ -72,22 +72,10 @@ void load_network(torch::serialize::InputArchive& a, torch::nn::Module& net) {
 // Adam's moments, written per parameter in order. LibTorch's own Optimizer::save keys its state by
 // parameter addresses, so the same training run would write different bytes; this keeps policy
 // files reproducible bit for bit.
-template <class Map>
-typename Map::key_type state_key(const Map&, c10::TensorImpl* param) {
-  using Key = typename Map::key_type;
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream os;
-    os << param;
-    return os.str();
-  } else {
-    return static_cast<Key>(param);
-  }
-}
-
 void write_adam(torch::serialize::OutputArchive& a, torch::optim::Adam& opt) {
   const auto& params = opt.param_groups().at(0).params();
   for (size_t k = 0; k < params.size(); ++k) {
-    auto it = opt.state().find(state_key(opt.state(), params[k].unsafeGetTensorImpl()));
+    auto it = opt.state().find(optimizer_state_key(opt, params[k]));
     if (it == opt.state().end()) continue;
     auto& st = static_cast<torch::optim::AdamParamState&>(*it->second);
     const std::string prefix = "adam." + std::to_string(k) + ".";
@@ -112,7 +100,7 @@ void read_adam(torch::serialize::InputArchive& a, torch::optim::Adam& opt) {
     st->step(step.item<int64_t>());
     st->exp_avg(m);
     st->exp_avg_sq(v);
-    opt.state()[state_key(opt.state(), params[k].unsafeGetTensorImpl())] = std::move(st);
+    opt.state()[optimizer_state_key(opt, params[k])] = std::move(st);
   }
 }
 

@@ -16,6 +16,7 @@
 #include "framework/core/random.h"
 #include "framework/train/checkpoint_file.h"
 #include "framework/train/device.h"
+#include "framework/train/foreach_sgd.h"
 #include "framework/train/memory_cap.h"
 #include "framework/train/policy_factory.h"
 #include "framework/train/precision.h"
@@ -57,10 +58,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& t,
                                                         const std::vector<torch::Tensor>& params) {
   switch (t.optimizer) {
     case Optimizer::kSgd:
-      return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(t.lr)
-                                                             .momentum(t.momentum)
-                                                             .nesterov(t.nesterov)
-                                                             .weight_decay(t.weight_decay));
+      return std::make_unique<ForeachSgd>(params, torch::optim::SGDOptions(t.lr)
+                                                      .momentum(t.momentum)
+                                                      .nesterov(t.nesterov)
+                                                      .weight_decay(t.weight_decay));
     case Optimizer::kAdamw:
       return std::make_unique<torch::optim::AdamW>(
           params, torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
