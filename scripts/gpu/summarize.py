@@ -65,6 +65,8 @@ def mode(r):
         extra.append("cudnn.benchmark")
     if boolean(r.get("compile")):
         extra.append("torch.compile" + (f"({r['compile_mode']})" if r.get("compile_mode") else ""))
+    if r.get("optimizer_impl") not in (None, "default"):
+        extra.append(f"SGD {r['optimizer_impl']}")
     return ", ".join(extra)
 
 
