@@ -474,7 +474,7 @@ stage_bench() {
           bench_pytorch same-settings "$ITEM_TIMEOUT_S" "$m" "$b" "$s" "$c" "$p" "$cl"
           bench_dynamix "$m" "$b" "$s" "$c" "$p" "$cl"
         fi
-        # PyTorch with LibTorch's per-parameter SGD loop: how much of a gap the optimizer makes.
+        # PyTorch's SGD one parameter at a time (foreach off): how much of the gap the optimizer makes.
         if [[ $p == fp32 && $cl == false ]]; then
           bench_pytorch same-settings "$ITEM_TIMEOUT_S" "$m" "$b" "$s" "$c" "$p" "$cl" --optimizer-impl loop
         fi
