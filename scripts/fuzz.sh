@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan, UBSan) into build-fuzz/ and fuzzes each one.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   fuzz each target (default 60 s, all targets)
-#   scripts/fuzz.sh --ci                               CI run: replay the committed corpus, then 25 s each
-# Options: --parallel (all targets at once), --no-build; FUZZ_ARGS adds libFuzzer flags.
+#   scripts/fuzz.sh --ci                               CI run: replay the committed corpus, then 25 s each,
+#                                                      nproc targets at a time
+# Options: --jobs=N (N targets at a time; default 1, --ci: nproc), --parallel (all targets at once),
+# --no-build; FUZZ_ARGS adds libFuzzer flags.
 # Targets: config idx cifar npy checkpoint policy.
 # New inputs go to build-fuzz/corpus/<target>/ (tests/fuzz/corpus/ is only read), crashes to
 # build-fuzz/artifacts/<target>/, logs to build-fuzz/logs/. Exits 1 if any target crashed.
@@ -12,21 +14,24 @@ root=$PWD
 build=build-fuzz
 seconds=60
 ci=0
+jobs=1
 parallel=0
 do_build=1
 targets=()
 for arg in "$@"; do
   case $arg in
-    --ci) ci=1 seconds=25 ;;
+    --ci) ci=1 seconds=25 jobs=$(nproc) ;;
     --parallel) parallel=1 ;;
+    --jobs=[1-9]*) jobs=${arg#--jobs=} ;;
     --no-build) do_build=0 ;;
     [0-9]*) seconds=$arg ;;
     config|idx|cifar|npy|checkpoint|policy) targets+=("$arg") ;;
-    *) echo "usage: $0 [--ci] [--parallel] [--no-build] [SECONDS_PER_TARGET] [config|idx|cifar|npy|checkpoint|policy ...]" >&2
+    *) echo "usage: $0 [--ci] [--jobs=N] [--parallel] [--no-build] [SECONDS_PER_TARGET] [config|idx|cifar|npy|checkpoint|policy ...]" >&2
        exit 2 ;;
   esac
 done
 [[ ${#targets[@]} -gt 0 ]] || targets=(config idx cifar npy checkpoint policy)
+[[ $parallel == 0 ]] || jobs=${#targets[@]}
 
 if [[ $do_build == 1 ]]; then
   # ccache off: a cached clang PCH is rejected once CMake rewrites the header it was built from.
@@ -72,18 +77,19 @@ summary() {
   fi
 }
 
+# Each target fuzzes for the same time, so a slot frees when the oldest running target ends.
 failed=0
 declare -A pids rcs
-for t in "${targets[@]}"; do
-  if [[ $parallel == 1 ]]; then
-    run_target "$t" & pids[$t]=$!
-  else
-    rc=0; run_target "$t" || rc=$?
-    rcs[$t]=$rc
+for i in "${!targets[@]}"; do
+  if ((i >= jobs)); then
+    rc=0; wait "${pids[${targets[i - jobs]}]}" || rc=$?
+    rcs[${targets[i - jobs]}]=$rc
   fi
+  run_target "${targets[i]}" & pids[${targets[i]}]=$!
 done
-for t in "${targets[@]}"; do
-  if [[ $parallel == 1 ]]; then
+for i in "${!targets[@]}"; do
+  t=${targets[i]}
+  if ((i >= ${#targets[@]} - jobs)); then
     rc=0; wait "${pids[$t]}" || rc=$?
     rcs[$t]=$rc
   fi

@@ -7,10 +7,10 @@ cd "$(dirname "$0")/.."
 ./scripts/format.sh --check
 ./scripts/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Unit and multi-rank tests several at a time (test-sanitizers.sh runs them so too); the end-to-end
-# tests, which time real runs of up to 4 ranks each, one at a time.
-ctest --test-dir build --output-on-failure --timeout 1500 -j "$(nproc)" -L 'unit|mpi' "$@"
-ctest --test-dir build --output-on-failure --timeout 1500 -LE 'unit|mpi' "$@"
+# Every test, nproc slots at a time: each multi-rank and end-to-end test takes a slot per rank
+# (PROCESSORS in tests/CMakeLists.txt, tests/e2e/CMakeLists.txt), so the real runs the end-to-end
+# tests time never share a core with another test's; on 2 cores they run alone.
+ctest --test-dir build --output-on-failure --timeout 1500 -j "$(nproc)" "$@"
 # ASan+UBSan build of the unit and multi-rank tests in build-asan/ (~12 min cold on 2 cores).
 ./scripts/test-sanitizers.sh
 # libFuzzer (clang): replay tests/fuzz/corpus and fuzz each reader ~25 s (scripts/fuzz.sh for longer).
