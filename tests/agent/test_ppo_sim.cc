@@ -23,7 +23,7 @@ namespace dynamix {
 namespace {
 
 // Measured bounds the shipped policy must keep (docs/AGENT.md, "Invariants").
-constexpr int32_t kHomogeneousTolerance = 2;  // samples of 32 (6 %)
+constexpr int32_t kHomogeneousTolerance = 0;  // samples of 32, at up to 20 % step noise
 constexpr int kWindowsToBalance = 14;
 
 // Budget (also in docs/AGENT.md): kEpisodes episodes of kWindows decisions of 5 simulated steps,
@@ -152,7 +152,7 @@ TEST(ShippedPolicy, PlansIgnoreUnitsAndFollowRankOrder) {
 }
 
 TEST(ShippedPolicy, HomogeneousClusterWithNoiseKeepsItsPlan) {
-  for (double noise : {0.05, 0.1}) {
+  for (double noise : {0.05, 0.1, 0.2}) {
     ClusterSimulator sim(nodes_at(std::vector<double>(8, 1.0), 9, noise), bounds(256), {32}, 20);
     DynamixPolicy policy(shipped());
     ClusterState s = sim.reset();
@@ -165,6 +165,23 @@ TEST(ShippedPolicy, HomogeneousClusterWithNoiseKeepsItsPlan) {
     std::cout << "per-step noise " << noise << ": largest move from 32 in 40 windows " << worst << "\n";
     EXPECT_LE(worst, kHomogeneousTolerance) << "noise " << noise;
   }
+}
+
+// The same noisy cluster with one rank 1.25x slower is not held as homogeneous: that rank ends
+// near its balanced share, 256 * 0.8 / 7.8 = 26.3 of 32.
+TEST(ShippedPolicy, ANoisyClusterWithOneSlowerRankStillBalances) {
+  std::vector<double> speeds(8, 1.0);
+  speeds[5] = 0.8;
+  ClusterSimulator sim(nodes_at(speeds, 9, 0.2), bounds(256), {32}, 20);
+  DynamixPolicy policy(shipped());
+  ClusterState s = sim.reset();
+  BatchPlan p;
+  for (int w = 0; w < 40; ++w) {
+    p = policy.decide(s);
+    s = sim.step_window(p);
+  }
+  EXPECT_GE(p.batch_sizes[5], 25);
+  EXPECT_LE(p.batch_sizes[5], 28);
 }
 
 TEST(ShippedPolicy, ReachesTheBalancedPlanWithinAFewWindowsFromAnyStart) {
