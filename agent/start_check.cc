@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "framework/core/error.h"
+#include "framework/core/stats.h"
 
 namespace dynamix {
 
@@ -52,7 +53,7 @@ bool StartCheck::observe(const std::vector<double>& compute_s) {
   }
   std::nth_element(cv_.begin(), cv_.begin() + long(n / 2), cv_.end());
   const double rel_se = cv_[n / 2] / std::sqrt(k);
-  const double z = 1 + std::sqrt(2 * std::log(double(n)));
+  const double z = extremes_z(n);
   const double slow = hi * (1 - z * rel_se), fast = lo * (1 + z * rel_se);
   if (!(slow > 0) || slow < options_.spread * fast) return false;
   armed_ = false;

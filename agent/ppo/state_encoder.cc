@@ -164,7 +164,7 @@ void shrink_noise_toward_cluster(const ClusterState& s, const RankTimeModels& mo
 // the slowest rank's fitted time, is positive on noise alone (the slowest of n noisy levels lies
 // above their mean): with 20 % step noise, 8 equal ranks changed their plan in 148 of 524 windows
 // (by up to 2 of 32, at no gain). The bar: z standard errors of a rank's fitted level from its
-// step-to-step noise, z = 1 + sqrt(2 ln n) (the extremes of n normals, as in StartCheck). Where no
+// step-to-step noise, z = extremes_z(n) = 1 + sqrt(2 ln n) (as in StartCheck). Where no
 // rank's fitted time for the mean batch B/n lies more than kApart bars from the cluster's median,
 // the slow proposal keeps the plan in force unless the gain clears one bar. kApart = 1 let the
 // tails of equal ranks' levels through (20 plan changes at 20 % noise); without the test, ranks
@@ -192,7 +192,7 @@ void hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, 
   }
   if (std::fabs(b_now - global_batch) > 0.5 || !(t_new > 0) || !(t_now > 0)) return;
   const double center = median(level);
-  const double bar = (1 + std::sqrt(2 * std::log(double(n)))) * std::sqrt(median(variance));
+  const double bar = extremes_z(n) * std::sqrt(median(variance));
   for (size_t i = 0; i < n; ++i) {
     if (!(std::fabs(level[i] - center) <= kApart * bar)) return;
   }

@@ -16,6 +16,11 @@ inline double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
+// Standard deviations within which the extremes of n normal draws fall with little chance of more:
+// 1 + sqrt(2 ln n) (sqrt(2 ln n) is the expected maximum's growth). A difference among n noisy
+// estimates is taken as real only beyond this many of their standard errors.
+inline double extremes_z(size_t n) { return 1 + std::sqrt(2 * std::log(double(std::max<size_t>(n, 1)))); }
+
 // One point of a weighted fit (weight 0: ignored).
 struct WeightedPoint {
   double x = 0, y = 0, w = 1;
