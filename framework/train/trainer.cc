@@ -18,6 +18,7 @@
 #include "framework/train/device.h"
 #include "framework/train/foreach_sgd.h"
 #include "framework/train/memory_cap.h"
+#include "framework/train/optimizer_archive.h"
 #include "framework/train/policy_factory.h"
 #include "framework/train/precision.h"
 #include "framework/train/signals.h"
@@ -63,7 +64,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& t,
                                                       .nesterov(t.nesterov)
                                                       .weight_decay(t.weight_decay));
     case Optimizer::kAdamw:
-      return std::make_unique<torch::optim::AdamW>(
+      return std::make_unique<PortableLoad<torch::optim::AdamW, torch::optim::AdamWParamState>>(
           params, torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
   }
   throw Error("train.optimizer: unknown optimizer");

@@ -31,7 +31,7 @@
 # COMPILE_TIMEOUT_S (300), BENCH_WARMUP (10), BENCH_STEPS (30), BENCH_REPEATS (3), BENCH_BATCH
 # (unset: the batches; set for dry runs only), CMAKE_EXTRA (more configure flags),
 # DYNAMIX_METHOD (auto | bench-step | train: how DYNAMIX's step is timed, see choose_method),
-# GPU_TESTS (cuda|gpu|nccl|device: test and target names, case-insensitive, that the test stage
+# GPU_TESTS (cuda|gpu|nccl|device|OptimizerArchive: test and target names, case-insensitive, that the test stage
 # takes), CARRIED_BIN (build-gpu-bin/dynamix-bin.tar.xz: the build stage's
 # $OUT/dynamix-bin.tar.xz, carried into a later call that may land on a fresh machine, so that
 # bench and allreduce need no new build), BIN_TARBALL (1; 0: the build stage returns no binary,
@@ -48,7 +48,7 @@ OUT=${OUT:-$root/$BUILD_DIR/out}
 PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 BUDGET_S=${BUDGET_S:-510}
-GPU_TESTS=${GPU_TESTS:-cuda|gpu|nccl|device}
+GPU_TESTS=${GPU_TESTS:-cuda|gpu|nccl|device|OptimizerArchive}
 ITEM_TIMEOUT_S=${ITEM_TIMEOUT_S:-150}
 COMPILE_TIMEOUT_S=${COMPILE_TIMEOUT_S:-300}
 BENCH_WARMUP=${BENCH_WARMUP:-10}
@@ -547,7 +547,7 @@ stage_allreduce() {
 # $RESUME_FROM names a run folder carried in), then 4 ranks sharing the GPU under MPS with thread
 # shares $MPS_SHARES ($MPS_MODEL on synthetic images, MPI backend), once per policy.
 # Results: session-summary.txt rows and runs.tar.gz (each run's summary, decisions, metrics).
-MPS_SHARES=${MPS_SHARES:-100,100,50,25}
+export MPS_SHARES=${MPS_SHARES:-100,100,50,25}  # exported: mpirun -x passes it to every rank
 MPS_POLICIES=${MPS_POLICIES:-static proportional gns dynamix}
 MPS_STEPS=${MPS_STEPS:-300}
 # GPU-bound per rank, so that thread shares show: on the H200 (2026-11-27) ResNet-18 at 32x32

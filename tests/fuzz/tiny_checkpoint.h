@@ -9,6 +9,8 @@
 #include <string>
 
 #include "framework/train/checkpoint.h"
+#include "framework/train/foreach_sgd.h"
+#include "framework/train/optimizer_archive.h"
 
 namespace dynamix::fuzz {
 
@@ -23,16 +25,17 @@ struct TinyNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(TinyNet);
 
-// A model and its optimizer as a run holds them after one step (so the optimizer has state).
+// A model and its optimizer, of the classes make_optimizer gives `dynamix train` (their load() is
+// the one checkpoints go through), as a run holds them after one step (so the optimizer has state).
 struct TinyRun {
   explicit TinyRun(int64_t out = 2, bool adam = false, bool float64 = false) : model(out) {
     if (float64) model->to(torch::kFloat64);
     if (adam) {
-      optimizer =
-          std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(1e-3));
+      optimizer = std::make_unique<PortableLoad<torch::optim::AdamW, torch::optim::AdamWParamState>>(
+          model->parameters(), torch::optim::AdamWOptions(1e-3));
     } else {
-      optimizer = std::make_unique<torch::optim::SGD>(model->parameters(),
-                                                      torch::optim::SGDOptions(0.1).momentum(0.9));
+      optimizer =
+          std::make_unique<ForeachSgd>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
     }
   }
   // One training step on a fixed batch; throws c10::Error if model and optimizer state disagree.
