@@ -12,6 +12,8 @@
 #                                            with the same settings, alternating -> bench-step.jsonl
 #   scripts/gpu/session.sh compile [MODEL...] PyTorch's best modes (bf16, channels_last,
 #                                            cudnn.benchmark, torch.compile)   -> bench-step.jsonl
+#   scripts/gpu/session.sh contiguous [MODEL] fp32 contiguous `bench step` with one setting changed at
+#                                            a time, and a `dynamix train` split (RESULTS §17b)
 #   scripts/gpu/session.sh allreduce         `dynamix bench allreduce` on the GPU: NCCL at 1 rank,
 #                                            MPI with host staging, CPU reference -> allreduce.txt
 #   scripts/gpu/session.sh runs              `dynamix train` for real: a CPU checkpoint resumed on
@@ -502,6 +504,37 @@ stage_compile() {
   "$PY" "$root/scripts/gpu/summarize.py" "$OUT" | tee -a "$OUT/session-summary.txt" || row compile summarize FAILED - ""
 }
 
+# --- contiguous ----------------------------------------------------------------------------------
+# Where DYNAMIX's contiguous-layout step loses ~17 ms to the bare loop (RESULTS §17b): fp32
+# contiguous `bench step` as it is and with one setting changed at a time, channels_last for
+# reference, then one `dynamix train` run whose metrics split the step into data, compute and comm.
+stage_contiguous() {
+  stage_start contiguous
+  local m=${1:-resnet18} b s c kv
+  need_dynamix
+  write_env
+  read -r b s c <<<"$(model_shape "$m")"
+  METHOD=bench-step
+  bench_dynamix "$m" "$b" "$s" "$c" fp32 false bisect
+  for kv in dataset.workers=1 monitor.enabled=false train.cudnn_benchmark=true policy.name=static; do
+    bench_dynamix "$m" "$b" "$s" "$c" fp32 false bisect "$kv"
+  done
+  bench_dynamix "$m" "$b" "$s" "$c" fp32 true bisect
+  METHOD=train
+  bench_dynamix "$m" "$b" "$s" "$c" fp32 false bisect
+  local metrics="$root/$BUILD_DIR/bench-train/run/metrics.jsonl"
+  if [[ -f $metrics ]]; then
+    row contiguous "train metrics, median ms after warm-up" ok 0 "$("$PY" - "$metrics" $((1 + BENCH_WARMUP)) <<'PYEOF'
+import json, statistics, sys
+rows = [json.loads(line) for line in open(sys.argv[1])][int(sys.argv[2]):]
+def ms(key):
+    return statistics.median(sum(r[key]) if isinstance(r[key], list) else r[key] for r in rows) * 1e3
+print(", ".join(f"{k} {ms(k):.2f}" for k in ("step_time", "data_time", "compute_time", "comm_time", "wait_time")))
+PYEOF
+)"
+  fi
+}
+
 # --- allreduce -----------------------------------------------------------------------------------
 stage_allreduce() {
   stage_start allreduce
@@ -684,8 +717,9 @@ while (($#)); do
     bench) stage_bench "${models[@]}" ;;
     compile) stage_compile "${models[@]}" ;;
     allreduce) stage_allreduce ;;
+    contiguous) stage_contiguous "${models[@]}" ;;
     runs) stage_runs ;;
-    *) die "unknown stage '$stage' (build | build-all | test | bench [MODEL...] | compile [MODEL...] | allreduce | runs)" ;;
+    *) die "unknown stage '$stage' (build | build-all | test | bench [MODEL...] | compile [MODEL...] | contiguous [MODEL] | allreduce | runs)" ;;
   esac
 done
 ((FAILED == 0)) || exit 1
