@@ -67,8 +67,9 @@ std::vector<std::vector<uint64_t>> group_addresses(InputArchive& archive) {
 void check_fits(const std::string& what, const torch::Tensor& t, const torch::Tensor& param, bool required) {
   if (!t.defined() && !required) return;
   DYNAMIX_CHECK(t.defined(), "optimizer state: '" + what + "' is missing");
-  DYNAMIX_CHECK(t.sizes() == param.sizes() && t.dtype() == param.dtype(),
-                "optimizer state: '" + what + "' is " + tensor_layout(t) + ", its parameter " + tensor_layout(param));
+  DYNAMIX_CHECK(
+      t.sizes() == param.sizes() && t.dtype() == param.dtype(),
+      "optimizer state: '" + what + "' is " + tensor_layout(t) + ", its parameter " + tensor_layout(param));
   DYNAMIX_CHECK(!is_broadcast_view(t), "optimizer state: '" + what + "' is a broadcast view");
 }
 
@@ -90,8 +91,8 @@ void load_param_states(InputArchive& archive, torch::optim::Optimizer& optimizer
   const auto saved_groups = group_addresses(archive);
   auto& groups = optimizer.param_groups();
   DYNAMIX_CHECK(saved_groups.size() == groups.size(),
-                "optimizer state has " + std::to_string(saved_groups.size()) + " parameter group(s), the optimizer " +
-                    std::to_string(groups.size()));
+                "optimizer state has " + std::to_string(saved_groups.size()) +
+                    " parameter group(s), the optimizer " + std::to_string(groups.size()));
   InputArchive states;
   archive.read("state", states);
   std::map<uint64_t, std::string> state_names;  // address -> the name its state is stored under

@@ -25,7 +25,8 @@ using torch::serialize::OutputArchive;
 std::vector<torch::Tensor> make_params(int64_t seed) {
   torch::manual_seed(seed);
   std::vector<torch::Tensor> ps;
-  for (auto shape : {std::vector<int64_t>{4, 3}, {3}, {2, 2, 2}}) ps.push_back(torch::randn(shape).requires_grad_(true));
+  for (auto shape : {std::vector<int64_t>{4, 3}, {3}, {2, 2, 2}})
+    ps.push_back(torch::randn(shape).requires_grad_(true));
   return ps;
 }
 
@@ -61,7 +62,8 @@ InputArchive sgd_archive(const std::vector<torch::Tensor>& buffers, Name name) {
   OutputArchive groups(ar.compilation_unit()), group(ar.compilation_unit()), options(ar.compilation_unit());
   groups.write("param_groups/size", torch::tensor(int64_t{1}));
   group.write("params/size", torch::tensor(static_cast<int64_t>(buffers.size())));
-  for (size_t k = 0; k < buffers.size(); ++k) group.write("params/" + std::to_string(k), c10::IValue(name(k)));
+  for (size_t k = 0; k < buffers.size(); ++k)
+    group.write("params/" + std::to_string(k), c10::IValue(name(k)));
   SGDOptions(0.1).momentum(0.9).serialize(options);
   group.write("options", options);
   groups.write("param_groups/0", group);
@@ -85,7 +87,8 @@ torch::Tensor momentum_of(torch::optim::Optimizer& opt, const torch::Tensor& p) 
 }
 
 TEST(OptimizerArchive, EitherLibTorchsParameterNamesGiveTheStateByPosition) {
-  const std::vector<torch::Tensor> buffers = {torch::full({4, 3}, 1.5), torch::Tensor(), torch::full({2, 2, 2}, -2.0)};
+  const std::vector<torch::Tensor> buffers = {torch::full({4, 3}, 1.5), torch::Tensor(),
+                                              torch::full({2, 2, 2}, -2.0)};
   for (bool hex : {true, false}) {
     SCOPED_TRACE(hex ? "hex names (LibTorch 1.13)" : "decimal names (LibTorch 2.x)");
     auto ps = make_params(1);
@@ -138,7 +141,8 @@ TEST(OptimizerArchive, AdamWStateRoundTripsThroughSaveAndLoad) {
 TEST(OptimizerArchive, ANameThatIsNoAddressOrAGroupOfAnotherSizeIsAnError) {
   auto ps = make_params(6);
   ForeachSgd opt(ps, SGDOptions(0.1).momentum(0.9));
-  const std::vector<torch::Tensor> buffers = {torch::zeros({4, 3}), torch::zeros({3}), torch::zeros({2, 2, 2})};
+  const std::vector<torch::Tensor> buffers = {torch::zeros({4, 3}), torch::zeros({3}),
+                                              torch::zeros({2, 2, 2})};
   InputArchive bad_name = sgd_archive(buffers, [](size_t k) { return "0x1g" + std::to_string(k); });
   EXPECT_THROW(
       {
@@ -150,7 +154,8 @@ TEST(OptimizerArchive, ANameThatIsNoAddressOrAGroupOfAnotherSizeIsAnError) {
         }
       },
       Error);
-  InputArchive too_few = sgd_archive(std::vector<torch::Tensor>(buffers.begin(), buffers.begin() + 2), hex_name);
+  InputArchive too_few =
+      sgd_archive(std::vector<torch::Tensor>(buffers.begin(), buffers.begin() + 2), hex_name);
   EXPECT_THROW(opt.load(too_few), Error);
 }
 
@@ -171,7 +176,8 @@ TEST(OptimizerArchive, StateThatDoesNotFitItsParameterIsAnError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'momentum_buffer' is missing"), std::string::npos) << e.what();
   }
-  const std::vector<torch::Tensor> wrong_shape = {torch::zeros({3, 4}), torch::zeros({3}), torch::zeros({2, 2, 2})};
+  const std::vector<torch::Tensor> wrong_shape = {torch::zeros({3, 4}), torch::zeros({3}),
+                                                  torch::zeros({2, 2, 2})};
   InputArchive ar = sgd_archive(wrong_shape, hex_name);
   EXPECT_THROW(sgd.load(ar), Error);
 }
