@@ -6,7 +6,10 @@ set(CMAKE_CXX_COMPILER clang++ CACHE STRING "")
 set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "")
 set(CMAKE_C_FLAGS_RELWITHDEBINFO "-O1 -g" CACHE STRING "")
 set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-O1 -g" CACHE STRING "")
-set(_fuzz "-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer")
+# -fno-pch-timestamp: clang otherwise records the PCH header's mtime, which CMake rewrites in every
+# fresh build tree, and rejects a PCH that ccache restored (ccache manual, "Precompiled headers").
+set(_fuzz "-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+-Xclang -fno-pch-timestamp")
 set(CMAKE_C_FLAGS "${_fuzz}" CACHE STRING "")
 set(CMAKE_CXX_FLAGS "${_fuzz}" CACHE STRING "")
 set(DYNAMIX_FUZZ ON CACHE BOOL "")
