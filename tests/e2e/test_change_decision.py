@@ -44,29 +44,40 @@ def train(d, policy, config=CONFIG, name=None):
     return decisions(out)
 
 
-def check_drift(d):
-    """Static plan, rank 1 drifting up to 4x every 20 steps from step 0: its compute time over rank
-    0's peaks half-way through each period and is lowest at each period's start. (The peak is what
-    a 4x step change shows on 2 ranks here, about 2.7: rank 0's measured compute is inflated by the
-    core it shares.)"""
+def drift_ratios(d, out):
+    """rank 1 / rank 0 compute time per step of a static run with rank 1 drifting up to 4x every
+    20 steps from step 0."""
     config = CONFIG.replace("events: [{at_step: 25, rank: 1, slowdown: 5.0}]",
                             "events: [{at_step: 0, rank: 1, slowdown: 4.0, period_steps: 20}]")
-    train(d, "static", config, "drift")
+    train(d, "static", config, out)
     ratio = {}
-    for line in (d / "drift" / "metrics.jsonl").read_text().splitlines():
+    for line in (d / out / "metrics.jsonl").read_text().splitlines():
         m = json.loads(line)
         ratio[m["step"]] = m["compute_time"][1] / m["compute_time"][0]
+    return ratio
 
-    def median_of(steps):  # metrics step k ran with the slowdown of step k - 1
-        v = sorted(ratio[s] for s in steps)
-        return v[len(v) // 2]
 
-    peak, trough = median_of([10, 11, 12, 30, 31, 32]), median_of([20, 21, 22, 39, 40])
-    print(f"drift: rank 1 / rank 0 compute time {peak:.2f} mid-period, {trough:.2f} at period starts")
-    # Relative: under a loaded machine (ctest -j) both ranks' times swing, the pattern stays.
-    if not (peak > 2.0 and peak > 1.8 * trough):
-        fail(f"drift not followed: ratio {peak:.2f} mid-period (expected over 2), {trough:.2f} at "
-             f"period starts (expected about 1); per step {ratio}")
+def check_drift(d):
+    """The drift's ratio peaks half-way through each period and is lowest at each period's start.
+    (The peak is what a 4x step change shows on 2 ranks here, about 2.7: rank 0's measured compute
+    is inflated by the core it shares.) Real step times on a shared machine: a miss is measured
+    once more from a new run (a clean-clone suite on 2026-11-27 saw 1.77 once, and it passed twice
+    alone); an emulation that does not drift misses both times."""
+    for attempt in (1, 2):
+        ratio = drift_ratios(d, f"drift{attempt}")
+
+        def median_of(steps):  # metrics step k ran with the slowdown of step k - 1
+            v = sorted(ratio[s] for s in steps)
+            return v[len(v) // 2]
+
+        peak, trough = median_of([10, 11, 12, 30, 31, 32]), median_of([20, 21, 22, 39, 40])
+        print(f"drift: rank 1 / rank 0 compute time {peak:.2f} mid-period, {trough:.2f} at period starts")
+        # Relative: under a loaded machine (ctest -j) both ranks' times swing, the pattern stays.
+        if peak > 2.0 and peak > 1.8 * trough:
+            return
+        print(f"attempt {attempt}: drift not followed; per step {ratio}")
+    fail(f"drift not followed in 2 runs: ratio {peak:.2f} mid-period (expected over 2), {trough:.2f} at "
+         f"period starts (expected about 1)")
 
 
 def check_jitter(d):
