@@ -63,13 +63,16 @@ std::vector<std::vector<uint64_t>> group_addresses(InputArchive& archive) {
   return out;
 }
 
-// A state tensor must be the parameter's shape and type, its own memory (the update is in place).
+// A state tensor must be the parameter's shape, type and device, its own memory (the update is in
+// place).
 void check_fits(const std::string& what, const torch::Tensor& t, const torch::Tensor& param, bool required) {
   if (!t.defined() && !required) return;
   DYNAMIX_CHECK(t.defined(), "optimizer state: '" + what + "' is missing");
   DYNAMIX_CHECK(
       t.sizes() == param.sizes() && t.dtype() == param.dtype(),
       "optimizer state: '" + what + "' is " + tensor_layout(t) + ", its parameter " + tensor_layout(param));
+  DYNAMIX_CHECK(t.device() == param.device(), "optimizer state: '" + what + "' is on " + t.device().str() +
+                                                  ", its parameter on " + param.device().str());
   DYNAMIX_CHECK(!is_broadcast_view(t), "optimizer state: '" + what + "' is a broadcast view");
 }
 
@@ -97,6 +100,9 @@ void load_param_states(InputArchive& archive, torch::optim::Optimizer& optimizer
   archive.read("state", states);
   std::map<uint64_t, std::string> state_names;  // address -> the name its state is stored under
   for (const auto& name : states.keys()) state_names[address_of(name)] = name;
+  // Every state is read and checked before any is installed: a bad archive leaves the optimizer as
+  // it was.
+  std::vector<std::pair<torch::Tensor, std::unique_ptr<State>>> loaded;
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto& params = groups[g].params();
     DYNAMIX_CHECK(saved_groups[g].size() == params.size(),
@@ -111,9 +117,11 @@ void load_param_states(InputArchive& archive, torch::optim::Optimizer& optimizer
       auto state = std::make_unique<State>();
       state->serialize(saved);
       check_fits(*state, params[k]);
-      optimizer.state()[optimizer_state_key(optimizer, params[k])] = std::move(state);
+      loaded.emplace_back(params[k], std::move(state));
     }
   }
+  for (auto& [param, state] : loaded)
+    optimizer.state()[optimizer_state_key(optimizer, param)] = std::move(state);
 }
 
 template void load_param_states<torch::optim::SGDParamState>(InputArchive&, torch::optim::Optimizer&);

@@ -176,10 +176,13 @@ TEST(OptimizerArchive, StateThatDoesNotFitItsParameterIsAnError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'momentum_buffer' is missing"), std::string::npos) << e.what();
   }
-  const std::vector<torch::Tensor> wrong_shape = {torch::zeros({3, 4}), torch::zeros({3}),
-                                                  torch::zeros({2, 2, 2})};
+  EXPECT_TRUE(sgd.state().empty()) << "a refused archive left state behind";
+  // Only the last buffer has the wrong shape: nothing is loaded, not even the first two.
+  const std::vector<torch::Tensor> wrong_shape = {torch::zeros({4, 3}), torch::zeros({3}),
+                                                  torch::zeros({2, 4})};
   InputArchive ar = sgd_archive(wrong_shape, hex_name);
   EXPECT_THROW(sgd.load(ar), Error);
+  EXPECT_TRUE(sgd.state().empty()) << "a refused archive left state behind";
 }
 
 }  // namespace
