@@ -9,6 +9,7 @@
 // are not read: the configuration and the lr schedule set them, as 1.13's load also left them.
 #pragma once
 
+#include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/input-archive.h>
 
@@ -28,5 +29,8 @@ class PortableLoad : public Base {
   using Base::Base;
   void load(torch::serialize::InputArchive& archive) override { load_param_states<State>(archive, *this); }
 };
+
+// train.optimizer: adamw (LibTorch's, one parameter at a time). sgd is ForeachSgd (foreach_sgd.h).
+using PortableAdamW = PortableLoad<torch::optim::AdamW, torch::optim::AdamWParamState>;
 
 }  // namespace dynamix

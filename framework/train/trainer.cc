@@ -64,8 +64,8 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& t,
                                                       .nesterov(t.nesterov)
                                                       .weight_decay(t.weight_decay));
     case Optimizer::kAdamw:
-      return std::make_unique<PortableLoad<torch::optim::AdamW, torch::optim::AdamWParamState>>(
-          params, torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
+      return std::make_unique<PortableAdamW>(params,
+                                             torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
   }
   throw Error("train.optimizer: unknown optimizer");
 }

@@ -131,10 +131,9 @@ TEST(OptimizerArchive, SgdStateRoundTripsThroughSaveAndLoad) {
 }
 
 TEST(OptimizerArchive, AdamWStateRoundTripsThroughSaveAndLoad) {
-  using AdamW = PortableLoad<torch::optim::AdamW, torch::optim::AdamWParamState>;
   auto pa = make_params(4), pb = make_params(5);
-  AdamW a(pa, torch::optim::AdamWOptions(1e-2).weight_decay(0.01));
-  AdamW b(pb, torch::optim::AdamWOptions(1e-2).weight_decay(0.01));
+  PortableAdamW a(pa, torch::optim::AdamWOptions(1e-2).weight_decay(0.01));
+  PortableAdamW b(pb, torch::optim::AdamWOptions(1e-2).weight_decay(0.01));
   expect_round_trip(a, b, pa, pb);
 }
 
@@ -162,9 +161,8 @@ TEST(OptimizerArchive, ANameThatIsNoAddressOrAGroupOfAnotherSizeIsAnError) {
 // fuzz_checkpoint's find (corpus regress-sgd-reads-adamw-state): AdamW's state read by SGD gave
 // states without momentum buffers, which the first step failed on.
 TEST(OptimizerArchive, StateThatDoesNotFitItsParameterIsAnError) {
-  using AdamW = PortableLoad<torch::optim::AdamW, torch::optim::AdamWParamState>;
   auto pa = make_params(7), pb = make_params(7);
-  AdamW adamw(pa, torch::optim::AdamWOptions(1e-2));
+  PortableAdamW adamw(pa, torch::optim::AdamWOptions(1e-2));
   step_with_grads(adamw, pa, 0);
   OutputArchive out;
   adamw.save(out);

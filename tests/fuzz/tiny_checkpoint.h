@@ -31,8 +31,7 @@ struct TinyRun {
   explicit TinyRun(int64_t out = 2, bool adam = false, bool float64 = false) : model(out) {
     if (float64) model->to(torch::kFloat64);
     if (adam) {
-      optimizer = std::make_unique<PortableLoad<torch::optim::AdamW, torch::optim::AdamWParamState>>(
-          model->parameters(), torch::optim::AdamWOptions(1e-3));
+      optimizer = std::make_unique<PortableAdamW>(model->parameters(), torch::optim::AdamWOptions(1e-3));
     } else {
       optimizer =
           std::make_unique<ForeachSgd>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
