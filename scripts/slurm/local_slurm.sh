@@ -79,8 +79,8 @@ SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 # cred_expire: how long slurmd refuses a revoked job credential, and so how long a requeued job
-# waits before it starts again (default 120 s); 10 s keeps requeue tests short.
-AuthInfo=socket=$dir/munge.socket,cred_expire=10
+# waits before it starts again (default 120 s); 5 s keeps requeue tests short.
+AuthInfo=socket=$dir/munge.socket,cred_expire=5
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/slurmctld.pid
@@ -96,6 +96,9 @@ AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
+# The main loop and backfill each second (defaults 60 s and 30 s): a requeued job starts as soon
+# as its hold ends instead of at the next pass.
+SchedulerParameters=sched_interval=1,bf_interval=1
 ReturnToService=2
 JobRequeue=1
 KillWait=30

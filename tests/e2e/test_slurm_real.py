@@ -2,7 +2,7 @@
 (scripts/slurm/local_slurm.sh: slurmctld, slurmd, munge; Slurm's default MpiDefault=none), jobs
 submitted from a directory that is not the repository root.
   A: `scancel --signal=USR1` (the tasks) -> checkpoint, requeue, resume (after Slurm's hold of a
-     requeued job, cred_expire + 1 s: 11 s on the test cluster), complete.
+     requeued job, cred_expire + 1 s: 6 s on the test cluster), complete.
   B: `scancel --batch --signal=USR1` (the batch shell, as `#SBATCH --signal=B:USR1@T` sends it) ->
      forwarded to the tasks, requeue, resume; then `scancel` (SIGTERM) ends the
      job, and submitting the same job name again resumes from its checkpoint and completes; once
@@ -22,7 +22,7 @@ from e2e_util import DYNAMIX, SOURCE_DIR, TempDir, fail, read_jsonl, write
 
 SKIP = 77
 TASKS = 2
-STEPS = 400
+STEPS = 250
 # Small and slowed down (hetero.slowdown) so that a signal lands mid-run on two shared cores.
 CONFIG = f"""
 model: cnn
@@ -87,7 +87,7 @@ def wait_requeued(job):
     """Until the job is back in the queue after its requeue. Slurm holds it (Reason=BeginTime) for
     cred_expire + 1 s, while slurmd still refuses the job's revoked credential: forcing
     StartTime=now raced with that and the job ended FAILED ("Job credential revoked"), as it did
-    here whenever the machine was loaded. local_slurm.sh sets cred_expire=10."""
+    here whenever the machine was loaded. local_slurm.sh sets cred_expire=5."""
     def requeued():
         info = job_info(job)
         return int(info.get("Restarts", 0)) >= 1 and info.get("JobState") in {"PENDING", "RUNNING"}
