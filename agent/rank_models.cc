@@ -159,6 +159,14 @@ bool RankTimeModels::tracking() const {
          persistence_error_ < kTrackingShare * model_error_;
 }
 
+double RankTimeModels::persistence_rms() const {
+  if (scored_windows_ == 0) return 0;
+  // persistence_error_ sums forget^age over the scored windows: divide by the weights' sum.
+  const double f = options_.forget;
+  const double weights = f < 1 ? (1 - std::pow(f, scored_windows_)) / (1 - f) : scored_windows_;
+  return std::sqrt(persistence_error_ / weights);
+}
+
 bool RankTimeModels::ready() const {
   return !models_.empty() &&
          std::all_of(models_.begin(), models_.end(), [](const Model& m) { return m.valid; });

@@ -62,6 +62,9 @@ class RankTimeModels {
   // kTrackingShare of the model's, pooled over the ranks. Steady noise gives persistence about 1.6
   // times the model's error; a lag of a drifting speed makes the model's grow. Needs score_persistence.
   bool tracking() const;
+  // RMS log error of persistence's forecasts per rank and window, forgetting-weighted (0: none
+  // scored yet): how far the last window's level misses the next one.
+  double persistence_rms() const;
   static constexpr int32_t kTrackingWindows = 6;
   static constexpr double kTrackingShare = 0.7;
 

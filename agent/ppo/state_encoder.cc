@@ -168,26 +168,32 @@ void shrink_noise_toward_cluster(const ClusterState& s, const RankTimeModels& mo
 // rank's fitted time for the mean batch B/n lies more than kApart bars from the cluster's median,
 // the slow proposal keeps the plan in force unless the gain clears one bar. kApart = 1 let the
 // tails of equal ranks' levels through (20 plan changes at 20 % noise); without the test, ranks
-// clearly apart were held too and slow drifts lagged (dynamic_drift up to 0.8 % slower). Changes
-// (restarted models), drifting speeds (tracking), the first windows and a global batch that moves
-// are left to the rules above. docs/AGENT.md, item 12.
+// clearly apart were held too and slow drifts lagged (dynamic_drift up to 0.8 % slower). Under
+// tracking the forecast is each model rescaled to its last window (`persistence`, as the fast
+// proposal) and the noise persistence's own forecast error: speeds that wander within it (ranks
+// sharing cores) are not chased (68 -> 26 plan changes at equal throughput in the wandering test).
+// Changes (restarted models), the first windows and a global batch that moves are left to the
+// rules above. docs/AGENT.md, items 12 and 13.
 constexpr double kApart = 2;
 
 void hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, double global_batch,
-                           std::vector<double>& proposal) {
+                           const std::vector<double>& persistence, std::vector<double>& proposal) {
   const size_t n = proposal.size();
-  if (models.tracking()) return;
+  const bool tracking = models.tracking();
+  const double persistence_var = models.persistence_rms() * models.persistence_rms();
   std::vector<double> level(n), variance(n);
   double t_now = 0, t_new = 0, b_now = 0;
   for (size_t i = 0; i < n; ++i) {
     const RankTimeModels::Reading& rd = models.readings()[i];
     if (rd.restarted || rd.observations < 2) return;
     const RankTimeModels::Model& m = models.models()[i];
+    // The forecast the proposal followed: the models, or under tracking the last window's level.
+    const double k = tracking ? persistence[i] : 1.0;
     const double b = std::max(1, s.nodes[i].batch_size);
-    level[i] = std::log(m.at(global_batch / double(n)));
-    variance[i] = level_variance_of_steps(models, s.nodes[i], i);
-    t_now = std::max(t_now, m.at(b));
-    t_new = std::max(t_new, m.at(proposal[i]));
+    level[i] = std::log(k * m.at(global_batch / double(n)));
+    variance[i] = tracking ? persistence_var : level_variance_of_steps(models, s.nodes[i], i);
+    t_now = std::max(t_now, k * m.at(b));
+    t_new = std::max(t_new, k * m.at(proposal[i]));
     b_now += b;
   }
   if (std::fabs(b_now - global_batch) > 0.5 || !(t_new > 0) || !(t_now > 0)) return;
@@ -211,7 +217,7 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   v.fast = v.proportional = v.slow;
   v.ready = models.ready() && models.models().size() == n && global_batch > 0;
   if (!v.ready) return v;
-  std::vector<double> lo, hi, scale(n, 1.0);
+  std::vector<double> lo, hi, scale(n, 1.0), persistence(n, 1.0);
   rank_bounds(s.bounds, n, lo, hi);
   std::vector<double> same_speed(n, 1.0);
   shrink_noise_toward_cluster(s, models, same_speed);
@@ -231,6 +237,7 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
     // window's mean, half before the change, would pull the fast proposal back toward the old speed.
     const bool restarted = models.readings()[i].restarted;
     if (r.compute_s > 0 && predicted > 0 && !restarted) scale[i] = clamp(r.compute_s / predicted, 0.05, 20);
+    persistence[i] = scale[i];
     scale[i] *= noisy[i];
     v.proportional[i] = r.compute_s > 0 ? r.batch_size / r.compute_s : 0;
     rate_sum += v.proportional[i];
@@ -240,7 +247,7 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   // the balanced move follows it (as the fast proposal does).
   if (models.tracking()) v.slow = v.fast;
   hold_first_window_noise(models, s, v.slow);
-  hold_homogeneous_plan(s, models, global_batch, v.slow);
+  hold_homogeneous_plan(s, models, global_batch, persistence, v.slow);
   for (size_t i = 0; i < n; ++i) {
     v.proportional[i] = rate_sum > 0 ? std::max(1.0, global_batch * v.proportional[i] / rate_sum) : v.slow[i];
   }

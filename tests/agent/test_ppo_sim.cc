@@ -16,6 +16,7 @@
 #include "agent/ppo/dynamix_policy.h"
 #include "agent/ppo/moves.h"
 #include "agent/ppo/pretrain.h"
+#include "agent/rank_models.h"
 #include "agent/sim/cluster_simulator.h"
 #include "framework/core/error.h"
 
@@ -165,6 +166,46 @@ TEST(ShippedPolicy, HomogeneousClusterWithNoiseKeepsItsPlan) {
     std::cout << "per-step noise " << noise << ": largest move from 32 in 40 windows " << worst << "\n";
     EXPECT_LE(worst, kHomogeneousTolerance) << "noise " << noise;
   }
+}
+
+// Equal ranks whose speeds wander a little and for a while, as 4 ranks sharing 2 cores do on a
+// real machine: each rank is up to 10 % slower for three windows at a time, at its own offset.
+// The last window forecasts the next better than the models in a quarter of the windows
+// (tracking()); there the plan moves only where its predicted gain clears persistence's own
+// forecast error. Following every window instead (v2.10) changed the plan in 68 of 120 windows,
+// by up to 4 of 32, for the same throughput (0.9734 of the ideal either way): now 26, by up to 2.
+TEST(ShippedPolicy, EqualRanksWhoseSpeedsWanderAreNotChased) {
+  SimConfig c = nodes_at(std::vector<double>(4, 1.0), 13, 0.05);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> slower(1.0, 1.1);
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    for (int64_t at = 15 * rank; at < 2400; at += 60) c.events.push_back({at, {rank}, slower(rng), 60, 0});
+  }
+  std::sort(c.events.begin(), c.events.end(),
+            [](const SimEvent& a, const SimEvent& b) { return a.at_step < b.at_step; });
+  ClusterSimulator sim(c, bounds(128), {32}, 20);
+  DynamixPolicy policy(shipped());
+  RankTimeModels::Options o;
+  o.score_persistence = true;
+  RankTimeModels watch(o);  // the policy's view of tracking, from the same windows
+  ClusterState s = sim.reset();
+  int32_t worst = 0, tracked = 0, changes = 0;
+  std::vector<int32_t> last(4, 32);
+  for (int w = 0; w < 120; ++w) {
+    const BatchPlan p = policy.decide(s);
+    for (int32_t b : p.batch_sizes) worst = std::max(worst, std::abs(b - 32));
+    changes += p.batch_sizes != last;
+    last = p.batch_sizes;
+    s = sim.step_window(p);
+    watch.observe(s);
+    tracked += watch.tracking();
+  }
+  std::cout << "wandering equal ranks: tracking in " << tracked << " of 120 windows, " << changes
+            << " plan changes, largest move from 32 " << worst << ", ideal fraction "
+            << sim.totals().ideal_fraction() << "\n";
+  EXPECT_GT(tracked, 0);  // the case this test is about
+  EXPECT_LE(changes, 40);
+  EXPECT_LE(worst, 2);
 }
 
 // The same noisy cluster with one rank 1.25x slower is not held as homogeneous: that rank ends
