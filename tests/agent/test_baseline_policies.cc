@@ -196,6 +196,12 @@ TEST(RankModels, TrackingOnlyWhereSpeedsDrift) {
   }
   EXPECT_TRUE(drifting.tracking());
   EXPECT_FALSE(off.tracking());  // not scored unless asked (gns)
+  // Persistence's own error per rank and window: on steady noise, two windows' noise (sqrt(2) x
+  // 5 %); on the drift, its step per window (0.4 x 0.3 x cos, RMS 0.085) over 1 % noise; nothing
+  // scored, nothing known.
+  EXPECT_NEAR(steady.persistence_rms(), 0.05 * std::sqrt(2.0), 0.015);
+  EXPECT_NEAR(drifting.persistence_rms(), 0.085, 0.02);
+  EXPECT_EQ(off.persistence_rms(), 0.0);
   // Back to steady speeds: the model wins again once the drift has left its history (14 windows
   // here, with forgetting 0.8 per window).
   for (int w = 0; w < 20; ++w) {
