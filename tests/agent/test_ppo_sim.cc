@@ -187,7 +187,7 @@ TEST(ShippedPolicy, EqualRanksWhoseSpeedsWanderAreNotChased) {
   DynamixPolicy policy(shipped());
   RankTimeModels::Options o;
   o.score_persistence = true;
-  RankTimeModels watch(o);  // the policy's view of tracking, from the same windows
+  RankTimeModels watch(o);  // whether these windows make persistence the better forecast
   ClusterState s = sim.reset();
   int32_t worst = 0, tracked = 0, changes = 0;
   std::vector<int32_t> last(4, 32);

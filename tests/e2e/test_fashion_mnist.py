@@ -25,8 +25,7 @@ def main():
         check_outputs(out)
         m = read_jsonl(out / "metrics.jsonl")
         # Per sample: the policy gives the slow rank fewer samples, so its time per step shrinks.
-        per_sample = [sum(x["compute_time"][r] for x in m) / sum(x["batch_sizes"][r] for x in m) for r in (3, 0)]
-        slow = per_sample
+        slow = [sum(x["compute_time"][r] for x in m) / sum(x["batch_sizes"][r] for x in m) for r in (3, 0)]
         print(f"final accuracy {s['final_test_accuracy']:.4f}, compute per sample rank3/rank0 "
               f"{slow[0] / slow[1]:.2f}, final plan {m[-2]['batch_sizes']}")
         if s["world_size"] != 4 or s["epochs"] < 1.0:
