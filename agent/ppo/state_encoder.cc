@@ -180,7 +180,8 @@ void hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, 
                            const std::vector<double>& persistence, std::vector<double>& proposal) {
   const size_t n = proposal.size();
   const bool tracking = models.tracking();
-  const double persistence_var = models.persistence_rms() * models.persistence_rms();
+  const double persistence_rms = models.persistence_rms();
+  const double persistence_var = persistence_rms * persistence_rms;
   std::vector<double> level(n), variance(n);
   double t_now = 0, t_new = 0, b_now = 0;
   for (size_t i = 0; i < n; ++i) {

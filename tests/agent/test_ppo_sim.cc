@@ -181,8 +181,6 @@ TEST(ShippedPolicy, EqualRanksWhoseSpeedsWanderAreNotChased) {
   for (int32_t rank = 0; rank < 4; ++rank) {
     for (int64_t at = 15 * rank; at < 2400; at += 60) c.events.push_back({at, {rank}, slower(rng), 60, 0});
   }
-  std::sort(c.events.begin(), c.events.end(),
-            [](const SimEvent& a, const SimEvent& b) { return a.at_step < b.at_step; });
   ClusterSimulator sim(c, bounds(128), {32}, 20);
   DynamixPolicy policy(shipped());
   RankTimeModels::Options o;

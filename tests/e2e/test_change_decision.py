@@ -57,6 +57,12 @@ def drift_ratios(d, out):
     return ratio
 
 
+def median_of(ratio, steps):
+    """Median ratio over `steps` (metrics step k ran with the slowdown of step k - 1)."""
+    v = sorted(ratio[s] for s in steps)
+    return v[len(v) // 2]
+
+
 def check_drift(d):
     """The drift's ratio peaks half-way through each period and is lowest at each period's start.
     (The peak is what a 4x step change shows on 2 ranks here, about 2.7: rank 0's measured compute
@@ -65,12 +71,7 @@ def check_drift(d):
     alone); an emulation that does not drift misses both times."""
     for attempt in (1, 2):
         ratio = drift_ratios(d, f"drift{attempt}")
-
-        def median_of(steps):  # metrics step k ran with the slowdown of step k - 1
-            v = sorted(ratio[s] for s in steps)
-            return v[len(v) // 2]
-
-        peak, trough = median_of([10, 11, 12, 30, 31, 32]), median_of([20, 21, 22, 39, 40])
+        peak, trough = median_of(ratio, [10, 11, 12, 30, 31, 32]), median_of(ratio, [20, 21, 22, 39, 40])
         print(f"drift: rank 1 / rank 0 compute time {peak:.2f} mid-period, {trough:.2f} at period starts")
         # Relative: under a loaded machine (ctest -j) both ranks' times swing, the pattern stays.
         if peak > 2.0 and peak > 1.8 * trough:
