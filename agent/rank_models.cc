@@ -175,13 +175,19 @@ bool RankTimeModels::ready() const {
 double RankTimeModels::split(double global_batch, const std::vector<double>& lo,
                              const std::vector<double>& hi, std::vector<double>& b,
                              const std::vector<double>* scale) const {
-  const size_t n = models_.size();
+  return split_batch(models_, global_batch, lo, hi, b, scale);
+}
+
+double split_batch(const std::vector<RankTimeModels::Model>& models, double global_batch,
+                   const std::vector<double>& lo, const std::vector<double>& hi, std::vector<double>& b,
+                   const std::vector<double>* scale) {
+  const size_t n = models.size();
   b.resize(n);
   std::vector<double> a(n), c(n);
   for (size_t i = 0; i < n; ++i) {
     const double s = scale ? (*scale)[i] : 1.0;
-    a[i] = models_[i].alpha * s;
-    c[i] = models_[i].beta * s;
+    a[i] = models[i].alpha * s;
+    c[i] = models[i].beta * s;
   }
   auto fill = [&](double T) {
     double total = 0;

@@ -97,6 +97,11 @@ class RankTimeModels {
   int32_t scored_windows_ = 0;
 };
 
+// RankTimeModels::split over any models (one per rank): the same equal-finish-time split.
+double split_batch(const std::vector<RankTimeModels::Model>& models, double global_batch,
+                   const std::vector<double>& lo, const std::vector<double>& hi, std::vector<double>& b,
+                   const std::vector<double>* scale = nullptr);
+
 // Per-rank batch bounds [max(1, b_min), b_max_i] as doubles, for split().
 void rank_bounds(const BatchBounds& bounds, size_t ranks, std::vector<double>& lo, std::vector<double>& hi);
 

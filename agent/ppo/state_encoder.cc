@@ -169,15 +169,16 @@ void shrink_noise_toward_cluster(const ClusterState& s, const RankTimeModels& mo
 // the slow proposal keeps the plan in force unless the gain clears one bar. kApart = 1 let the
 // tails of equal ranks' levels through (20 plan changes at 20 % noise); without the test, ranks
 // clearly apart were held too and slow drifts lagged (dynamic_drift up to 0.8 % slower). Under
-// tracking the forecast is each model rescaled to its last window (`persistence`, as the fast
-// proposal) and the noise persistence's own forecast error: speeds that wander within it (ranks
-// sharing cores) are not chased (68 -> 26 plan changes at equal throughput in the wandering test).
-// Changes (restarted models), the first windows and a global batch that moves are left to the
-// rules above. docs/AGENT.md, items 12 and 13.
+// tracking the forecast is the fast proposal's (`last_window_forecast`) and the noise
+// persistence's own forecast error: speeds that wander within it (ranks sharing cores) are not
+// chased (68 -> 26 plan changes at equal throughput in the wandering test). Changes (restarted
+// models), the first windows and a global batch that moves are left to the rules above.
+// docs/AGENT.md, items 12 to 14.
 constexpr double kApart = 2;
 
 void hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, double global_batch,
-                           const std::vector<double>& persistence, std::vector<double>& proposal) {
+                           const std::vector<RankTimeModels::Model>& forecast,
+                           std::vector<double>& proposal) {
   const size_t n = proposal.size();
   const bool tracking = models.tracking();
   const double persistence_rms = models.persistence_rms();
@@ -187,14 +188,13 @@ void hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, 
   for (size_t i = 0; i < n; ++i) {
     const RankTimeModels::Reading& rd = models.readings()[i];
     if (rd.restarted || rd.observations < 2) return;
-    const RankTimeModels::Model& m = models.models()[i];
     // The forecast the proposal followed: the models, or under tracking the last window's level.
-    const double k = tracking ? persistence[i] : 1.0;
+    const RankTimeModels::Model& m = tracking ? forecast[i] : models.models()[i];
     const double b = std::max(1, s.nodes[i].batch_size);
-    level[i] = std::log(k * m.at(global_batch / double(n)));
+    level[i] = std::log(m.at(global_batch / double(n)));
     variance[i] = tracking ? persistence_var : level_variance_of_steps(models, s.nodes[i], i);
-    t_now = std::max(t_now, k * m.at(b));
-    t_new = std::max(t_new, k * m.at(proposal[i]));
+    t_now = std::max(t_now, m.at(b));
+    t_new = std::max(t_new, m.at(proposal[i]));
     b_now += b;
   }
   if (std::fabs(b_now - global_batch) > 0.5 || !(t_new > 0) || !(t_now > 0)) return;
@@ -205,6 +205,34 @@ void hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, 
   }
   if (std::log(t_now / t_new) >= bar) return;
   for (size_t i = 0; i < n; ++i) proposal[i] = std::max(1, s.nodes[i].batch_size);
+}
+
+// The fast proposal's forecast of the next window: each rank's model rescaled to its last window.
+// A restarted model already rests on the window's newest steps (restart_at_recent): the window's
+// mean, half before the change, would pull it back toward the old speed. Under drifting speeds
+// (tracking) the forecast is each rank's rate at its batch in force, t_i(b) = b·t_i(b_i)/b_i: the
+// plan follows the speeds, so a rank's batch and its speed move together and the affine fit reads
+// the slowdown as a fixed cost (fitted alpha/beta of 0 to 30000 samples on dynamic_drift, whose
+// truth is 10), which sent the balanced split to its bounds. docs/AGENT.md, item 14.
+std::vector<RankTimeModels::Model> last_window_forecast(const ClusterState& s, const RankTimeModels& models) {
+  std::vector<RankTimeModels::Model> forecast = models.models();
+  const bool tracking = models.tracking();
+  for (size_t i = 0; i < forecast.size(); ++i) {
+    const NodeRecord& r = s.nodes[i];
+    RankTimeModels::Model& m = forecast[i];
+    const double b = std::max(1, r.batch_size), predicted = m.at(b);
+    double scale = 1;
+    if (r.compute_s > 0 && predicted > 0 && !models.readings()[i].restarted)
+      scale = clamp(r.compute_s / predicted, 0.05, 20);
+    if (tracking) {
+      m.beta = scale * predicted / b;
+      m.alpha = 0;
+    } else {
+      m.alpha *= scale;
+      m.beta *= scale;
+    }
+  }
+  return forecast;
 }
 
 }  // namespace
@@ -218,7 +246,7 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   v.fast = v.proportional = v.slow;
   v.ready = models.ready() && models.models().size() == n && global_batch > 0;
   if (!v.ready) return v;
-  std::vector<double> lo, hi, scale(n, 1.0), persistence(n, 1.0);
+  std::vector<double> lo, hi;
   rank_bounds(s.bounds, n, lo, hi);
   std::vector<double> same_speed(n, 1.0);
   shrink_noise_toward_cluster(s, models, same_speed);
@@ -230,25 +258,19 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   for (size_t i = 0; i < n; ++i) {  // the mean time of the slowest rank, the noise factor left out
     v.predicted_compute_s = std::max(v.predicted_compute_s, same_speed[i] * models.models()[i].at(v.slow[i]));
   }
+  const std::vector<RankTimeModels::Model> forecast = last_window_forecast(s, models);
   double rate_sum = 0;
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = s.nodes[i];
-    const double predicted = models.models()[i].at(r.batch_size);
-    // A restarted model already rests on the window's newest steps (restart_at_recent): the
-    // window's mean, half before the change, would pull the fast proposal back toward the old speed.
-    const bool restarted = models.readings()[i].restarted;
-    if (r.compute_s > 0 && predicted > 0 && !restarted) scale[i] = clamp(r.compute_s / predicted, 0.05, 20);
-    persistence[i] = scale[i];
-    scale[i] *= noisy[i];
     v.proportional[i] = r.compute_s > 0 ? r.batch_size / r.compute_s : 0;
     rate_sum += v.proportional[i];
   }
-  models.split(global_batch, lo, hi, v.fast, &scale);
+  split_batch(forecast, global_batch, lo, hi, v.fast, &noisy);
   // Drifting speeds: the last window predicts the next better than the models' history does, so
   // the balanced move follows it (as the fast proposal does).
   if (models.tracking()) v.slow = v.fast;
   hold_first_window_noise(models, s, v.slow);
-  hold_homogeneous_plan(s, models, global_batch, persistence, v.slow);
+  hold_homogeneous_plan(s, models, global_batch, forecast, v.slow);
   for (size_t i = 0; i < n; ++i) {
     v.proportional[i] = rate_sum > 0 ? std::max(1.0, global_batch * v.proportional[i] / rate_sum) : v.slow[i];
   }

@@ -13,8 +13,8 @@ namespace dynamix {
 // What the heuristics know about the window, as per-rank batch proposals (continuous, summing to
 // `global_batch`): the balanced split of the fitted models (slow: the history; after a change, the
 // window's last quarter), the same models rescaled by the last window's mean (fast: reacts at
-// once, noisier), and the
-// proportional controller's rate split b_i/t_i (no fixed-cost term).
+// once, noisier; while speeds drift, each rank's rate at its batch, as the drift confounds the
+// models' fixed cost), and the proportional controller's rate split b_i/t_i (no fixed-cost term).
 struct BalanceView {
   double global_batch = 0;
   std::vector<double> slow, fast, proportional;
