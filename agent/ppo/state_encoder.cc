@@ -171,7 +171,7 @@ void shrink_noise_toward_cluster(const ClusterState& s, const RankTimeModels& mo
 // clearly apart were held too and slow drifts lagged (dynamic_drift up to 0.8 % slower). Under
 // tracking the forecast is the fast proposal's (`last_window_forecast`) and the noise
 // persistence's own forecast error: speeds that wander within it (ranks sharing cores) are not
-// chased (68 -> 26 plan changes at equal throughput in the wandering test). Changes (restarted
+// chased (68 -> 29 plan changes at equal throughput in the wandering test). Changes (restarted
 // models), the first windows and a global batch that moves are left to the rules above.
 // docs/AGENT.md, items 12 to 14.
 constexpr double kApart = 2;

@@ -20,7 +20,8 @@ def even(total, k):
 
 
 def bound(path, samples=100000):
-    cfg = yaml.safe_load(open(path))
+    with open(path) as f:
+        cfg = yaml.safe_load(f)
     sim, batch = cfg["sim"], cfg["batch"]
     w = {k: float(v) for k, v in sim["workload"].items()}  # PyYAML reads 4.5e7 as text
     classes = sim["profile"]["classes"]
