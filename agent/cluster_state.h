@@ -57,8 +57,10 @@ struct BatchBounds {
   int32_t min = 1;           // b_min for every rank
   std::vector<int32_t> max;  // b_max_i per rank
   bool fixed_global = true;  // keep sum b_i == global_batch
-  int32_t global_batch = 0;  // target B when fixed_global
-  double max_change = 0.5;   // max relative change of b_i per window (0 = unlimited)
+  // fixed_global: the B every plan sums to. Adaptive B: the run's initial B, the floor an adaptive
+  // B does not go below (the batch its learning rate was set for; AdaptDL's init_batch_size).
+  int32_t global_batch = 0;
+  double max_change = 0.5;  // max relative change of b_i per window (0 = unlimited)
 };
 
 struct ClusterState {

@@ -238,6 +238,11 @@ double goodput_batch(const RankTimeModels& models, const BatchBounds& bounds, do
     b_min = std::max(b_min, current * (1 - m));
     b_max = std::min(b_max, current * (1 + m));
   }
+  // Below the initial B the learning rate falls under the one the run was tuned for, and with a
+  // small early noise scale the search shrank B to 60 % of it: as many samples to the target at
+  // 29 % less throughput (docs/RESULTS.md §3d). AdaptDL searches from init_batch_size up, too.
+  if (!bounds.fixed_global && bounds.global_batch > 0)
+    b_min = std::max(b_min, std::min(double(bounds.global_batch), current));
   if (!(b_max > b_min)) return current;
   double best = current, best_g = goodput(current);
   const double g_cur = best_g;

@@ -107,8 +107,9 @@ void rank_bounds(const BatchBounds& bounds, size_t ranks, std::vector<double>& l
 
 // The global batch maximizing goodput B / (t(B) + overhead) · E(B), with t(B) the balanced split's
 // predicted compute time and E(B) ∝ 1/(B_noise + B), searched over what one window may reach
-// (bounds.max_change around `current`): a geometric grid, then golden-section refinement.
-// Returns `current` unless the best beats it by more than min_gain (relative).
+// (bounds.max_change around `current`) and not below the initial B (bounds.global_batch when the
+// global batch is adaptive, or `current` if that is lower): a geometric grid, then golden-section
+// refinement. Returns `current` unless the best beats it by more than min_gain (relative).
 double goodput_batch(const RankTimeModels& models, const BatchBounds& bounds, double current,
                      double overhead_s, double noise_scale, double min_gain, int32_t grid = 48);
 

@@ -52,7 +52,7 @@ ClusterSimulator::ClusterSimulator(SimConfig config, BatchBounds bounds, std::ve
                                           std::to_string(b) + ", outside [" + std::to_string(lo) + ", " +
                                           std::to_string(hi) + "]");
   }
-  if (bounds_.fixed_global && bounds_.global_batch <= 0) {
+  if (bounds_.global_batch <= 0) {  // fixed B, or the floor of an adaptive one
     bounds_.global_batch = std::accumulate(initial_plan_.begin(), initial_plan_.end(), int32_t{0});
   }
   const double n = n_, bytes_per_s = config_.workload.bandwidth_gbps * 1e9 / 8;

@@ -233,7 +233,7 @@ void Trainer::prepare() {
       // The run's B and lr reference are the checkpoint's, not batch.init's: they differ when an
       // earlier resume changed the world size (the config's lists were tiled for it then).
       lr_.base_batch = progress_.base_batch;
-      if (bounds_.fixed_global) bounds_.global_batch = static_cast<int32_t>(progress_.base_batch);
+      bounds_.global_batch = static_cast<int32_t>(progress_.base_batch);  // fixed B, or an adaptive B's floor
       // Limits learned from out-of-memory events hold for the same ranks (never above the config).
       if (progress_.batch_max.size() == bounds_.max.size()) {
         for (size_t i = 0; i < bounds_.max.size(); ++i) {
@@ -300,7 +300,7 @@ void Trainer::resplit_for_new_world() {
   const std::vector<double> desired(static_cast<size_t>(world_), double(want) / world_);
   plan_ = project_plan(desired, std::vector<int32_t>(static_cast<size_t>(world_), 1), even).batch_sizes;
   const int64_t got = std::accumulate(plan_.begin(), plan_.end(), int64_t{0});
-  bounds_.global_batch = static_cast<int32_t>(got);
+  bounds_.global_batch = static_cast<int32_t>(bounds_.fixed_global ? got : progress_.base_batch);
   std::string shown;
   for (int32_t b : plan_) shown += (shown.empty() ? "" : ",") + std::to_string(b);
   log("resume: world size changed from " + std::to_string(old_world) + " to " + std::to_string(world_) +

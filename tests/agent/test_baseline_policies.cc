@@ -216,7 +216,7 @@ TEST(BaselineTest, GnsGrowsBatchWhenNoiseScaleIsLargeAndShrinksWhenSmall) {
   for (double noise_scale : {1e5, 1.0}) {
     GnsPolicy p;
     std::vector<int32_t> b = {32, 32, 32, 32};
-    ClusterState s = make_state(b, times(b), false, 0);
+    ClusterState s = make_state(b, times(b), false, 128);
     s.bounds.max_change = 0.5;
     p.decide(s);  // unknown B_noise: B stays
     s = make_state({40, 40, 24, 24}, times({40, 40, 24, 24}), false, 0);
@@ -235,6 +235,26 @@ TEST(BaselineTest, GnsGrowsBatchWhenNoiseScaleIsLargeAndShrinksWhenSmall) {
       // Tiny B_noise: extra samples are wasted, except those that ride free while the slowest rank
       // (a = 0.016) still computes its one sample: T = 0.0176 -> 34 + 34 + 12 + 1 = 81.
       EXPECT_NEAR(total, 81, 1);
+    }
+  }
+}
+
+// An adaptive B starts at the run's initial B (bounds.global_batch) and does not shrink below it,
+// however small B_noise is (as AdaptDL's goodput search starts at init_batch_size); it still grows.
+TEST(BaselineTest, AdaptiveBatchDoesNotShrinkBelowTheInitialBatch) {
+  for (double noise_scale : {1e5, 1.0}) {
+    GnsPolicy p;
+    const std::vector<int32_t> b = {40, 40, 24, 24};
+    ClusterState s = make_state(b, times(b), false, 128);
+    s.bounds.max_change = 0.5;
+    for (int w = 0; w < 4; ++w) p.decide(s);  // the models need 3 windows for the fixed costs
+    s.global.noise_scale = noise_scale;
+    const BatchPlan plan = p.decide(s);
+    const int total = std::accumulate(plan.batch_sizes.begin(), plan.batch_sizes.end(), 0);
+    if (noise_scale > 1000) {
+      EXPECT_GT(total, 180);
+    } else {
+      EXPECT_EQ(total, 128) << "without the floor B halves in one window (64)";
     }
   }
 }
