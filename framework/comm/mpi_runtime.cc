@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "framework/comm/mpi_check.h"
 #include "framework/core/error.h"
@@ -21,10 +23,41 @@ bool mpi_allows_comm_thread() {
   return level >= MPI_THREAD_SERIALIZED;
 }
 
+std::string mpi_idle_wait() {
+  int provided = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "";
+  std::string mode;
+  int index = 0, count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
+  if (MPI_T_cvar_get_index("mpi_yield_when_idle", &index) == MPI_SUCCESS &&
+      MPI_T_cvar_get_info(index, nullptr, nullptr, nullptr, &type, nullptr, nullptr, nullptr, nullptr,
+                          nullptr) == MPI_SUCCESS &&
+      (type == MPI_C_BOOL || type == MPI_INT) &&
+      MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+    alignas(int) unsigned char value[sizeof(int)] = {};  // a C bool (Open MPI 4) or an int
+    if (count == 1 && MPI_T_cvar_read(handle, value) == MPI_SUCCESS) {
+      int as_int = 0;
+      std::memcpy(&as_int, value, sizeof as_int);
+      mode = (type == MPI_C_BOOL ? value[0] != 0 : as_int != 0) ? "yield" : "spin";
+    }
+    MPI_T_cvar_handle_free(&handle);
+  }
+  MPI_T_finalize();
+  return mode;
+}
+
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    // A rank waiting in MPI (its gradient allreduce, for a slower rank) yields the CPU rather than
+    // spin, unless the user chose otherwise. Spinning, the comm thread took the core from its own
+    // rank's backward: a rank with 48 samples beside one with 80, each on its own core, measured
+    // 0.64-0.96 of the other's compute time where its own is 0.6, and every policy reads those
+    // times (docs/RESULTS.md §4). Open MPI reads OMPI_MCA_* at MPI_Init; it yields by itself
+    // when oversubscribed; other MPI libraries ignore the variable.
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
     int provided = 0;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
       std::fprintf(stderr, "dynamix: fatal: MPI_Init_thread failed\n");

@@ -9,6 +9,10 @@ namespace dynamix {
 // (MPI_THREAD_SERIALIZED or more).
 bool mpi_allows_comm_thread();
 
+// How Open MPI's waits use the CPU ("yield" or "spin": its mpi_yield_when_idle, read through
+// the MPI tool interface); "" where the MPI library has no such variable.
+std::string mpi_idle_wait();
+
 class MpiRuntime {
  public:
   // Initializes MPI (thread level SERIALIZED: the gradient comm thread calls MPI while the main

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "agent/plan_projection.h"
+#include "framework/comm/mpi_runtime.h"
 #include "framework/core/error.h"
 #include "framework/core/strings.h"
 #include "framework/train/precision.h"
@@ -335,12 +336,14 @@ void Trainer::throw_output_error() const {
 
 bool Trainer::run() {
   install_stop_signal_handlers();
+  const std::string idle_wait = mpi_idle_wait();
   log("dynamix: " + std::to_string(world_) + " ranks, backend " + comm_.backend() + ", model " +
       config_.model + ", dataset " + config_.dataset.name + " (" + std::to_string(data_.train->size()) +
       " train / " + std::to_string(data_.test->size()) + " test), policy " + config_.policy.name +
       ", plan [" + join(plan_) + "], monitor " + monitor_source() + ", " +
       std::to_string(buckets_->num_buckets()) + " gradient bucket(s) of " +
-      format_number("%.1f", buckets_->total_bytes() / 1048576.0) + " MB in all");
+      format_number("%.1f", buckets_->total_bytes() / 1048576.0) + " MB in all" +
+      (idle_wait.empty() ? "" : ", MPI waits " + idle_wait));
   const int64_t window = config_.policy.window;
   const int64_t ckpt_every = config_.output.checkpoint_every;
   // An error leaves the run mid-line: the progress line goes first (tty), so the error reads whole.

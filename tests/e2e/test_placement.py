@@ -2,7 +2,9 @@
 placement.bind=core` binds each rank to its own share of the node's cores (rank 0's placement table
 reports what sched_getaffinity says after binding) with LibTorch's threads to match, and the run
 passes the output contract; under `mpirun --bind-to core`, placement.bind: auto leaves the
-launcher's binding alone and says so."""
+launcher's binding alone and says so. A rank's waits in MPI yield the CPU by default, so a waiting
+rank's comm thread does not slow its own backward (the start line says "MPI waits yield"), and a
+user's OMPI_MCA_mpi_yield_when_idle=0 is kept ("MPI waits spin")."""
 import os
 import re
 
@@ -53,6 +55,9 @@ def main():
             fail(f"the ranks share CPUs: {rows}")
         check_outputs(out)
         print(f"ok: placement.bind=core: rank 0 on CPUs {rows[0]['cpus']}, rank 1 on {rows[1]['cpus']}")
+        if "MPI waits yield" not in r.stdout:
+            fail(f"the start line should say the ranks' MPI waits yield the CPU:\n{r.stdout}")
+        print("ok: MPI waits yield by default")
 
         # The launcher binds: auto leaves it (mpirun --bind-to core instead of e2e_util's none).
         out = d / "auto"
@@ -67,6 +72,14 @@ def main():
             fail(f"auto under mpirun --bind-to core should leave the binding alone:\n{r.stdout}")
         check_outputs(out)
         print(f"ok: auto under mpirun --bind-to core: {rows}")
+
+        # The user's choice to spin is kept.
+        out = d / "spin"
+        cfg = write(d / "spin.yaml", CONFIG.replace("OUT", str(out)))
+        r = run(train_cmd(2, cfg), timeout=300, env={**env, "OMPI_MCA_mpi_yield_when_idle": "0"})
+        if r.returncode != 0 or "MPI waits spin" not in r.stdout:
+            fail(f"OMPI_MCA_mpi_yield_when_idle=0 should make MPI waits spin: exit {r.returncode}\n{r.stdout}{r.stderr}")
+        print("ok: OMPI_MCA_mpi_yield_when_idle=0 kept: MPI waits spin")
     print("placement e2e: passed")
 
 
