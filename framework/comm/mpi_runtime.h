@@ -10,7 +10,8 @@ namespace dynamix {
 bool mpi_allows_comm_thread();
 
 // How Open MPI's waits use the CPU ("yield" or "spin": its mpi_yield_when_idle, read through
-// the MPI tool interface); "" where the MPI library has no such variable.
+// the MPI tool interface when an MpiRuntime initialized MPI); "" where the MPI library has no
+// such variable or MPI was initialized by someone else (test binaries).
 std::string mpi_idle_wait();
 
 class MpiRuntime {
