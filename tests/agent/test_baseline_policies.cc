@@ -216,7 +216,7 @@ TEST(BaselineTest, GnsGrowsBatchWhenNoiseScaleIsLargeAndShrinksWhenSmall) {
   for (double noise_scale : {1e5, 1.0}) {
     GnsPolicy p;
     std::vector<int32_t> b = {32, 32, 32, 32};
-    ClusterState s = make_state(b, times(b), false, 128);
+    ClusterState s = make_state(b, times(b), false, 0);
     s.bounds.max_change = 0.5;
     p.decide(s);  // unknown B_noise: B stays
     s = make_state({40, 40, 24, 24}, times({40, 40, 24, 24}), false, 0);

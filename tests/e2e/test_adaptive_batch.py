@@ -5,7 +5,7 @@ init_batch_size too). Before that floor, a small early noise scale shrank B to 6
 Fashion-MNIST: as many samples to the target at 29 % less throughput (docs/RESULTS.md §3d).
 
 - `dynamix sim` (gns and dynamix): with a tiny noise scale B stays at its start (without the
-  floor it halves within a few windows); with a huge one it still grows.
+  floor gns fell from 1024 to 195); with a huge one it still grows.
 - `dynamix train` on 2 ranks, Fashion-MNIST (gns and dynamix): no step below the starting B
   except an epoch's last, partial one, the learning rate follows B linearly (train.lr_scaling:
   linear), and B moves in at least one of the two runs (it grows there within 10 steps)."""
