@@ -79,11 +79,14 @@ int32_t rank_max(const BatchBounds& b, size_t i) {
   return b.max.size() == 1 ? b.max[0] : b.max[i];
 }
 
-BatchPlan project_plan(std::vector<double> desired, const std::vector<int32_t>& current,
-                       const BatchBounds& b) {
+BatchPlan project_plan(std::vector<double> desired, const std::vector<int32_t>& current, const BatchBounds& b,
+                       const std::vector<double>* centre) {
   const size_t n = current.size();
   DYNAMIX_CHECK(desired.size() == n, "project_plan: desired plan has " + std::to_string(desired.size()) +
                                          " entries, current plan " + std::to_string(n));
+  DYNAMIX_CHECK(!centre || centre->size() == n, "project_plan: centre has " +
+                                                    std::to_string(centre ? centre->size() : 0) +
+                                                    " entries, current plan " + std::to_string(n));
   DYNAMIX_CHECK(b.max.size() <= 1 || b.max.size() == n,
                 "project_plan: bounds.max has " + std::to_string(b.max.size()) + " entries, expected 1 or " +
                     std::to_string(n) + " (one per rank)");
@@ -101,10 +104,11 @@ BatchPlan project_plan(std::vector<double> desired, const std::vector<int32_t>& 
     if (mx < lo) ++bad_max;
     H[i] = std::max(lo, mx);
     const int64_t cur = std::clamp<int64_t>(current[i], L[i], H[i]);
-    if (limit_change) {
+    const double c = centre ? (*centre)[i] : double(cur);
+    if (limit_change && std::isfinite(c) && c > 0) {
       // A step of 1 is always allowed so that small batches are not frozen by rounding.
-      const int64_t down = std::min<int64_t>(int64_t(std::ceil(double(cur) * (1 - m) - 1e-9)), cur - 1);
-      const int64_t up = std::max<int64_t>(int64_t(std::floor(double(cur) * (1 + m) + 1e-9)), cur + 1);
+      const int64_t down = std::min<int64_t>(int64_t(std::ceil(c * (1 - m) - 1e-9)), cur - 1);
+      const int64_t up = std::max<int64_t>(int64_t(std::floor(c * (1 + m) + 1e-9)), cur + 1);
       bl[i] = std::clamp(down, L[i], H[i]);
       bh[i] = std::clamp(up, L[i], H[i]);
     } else {

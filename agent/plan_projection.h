@@ -18,9 +18,12 @@ namespace dynamix {
 //     relaxed (with a note) only when the fixed global batch cannot be met otherwise.
 // Non-finite desired entries mean "keep current"; negative or zero ones go to the lower bound.
 // b.max may be empty (no upper bound) or hold one value for every rank.
-// Throws dynamix::Error when desired and current differ in length or b.max has a wrong length.
-BatchPlan project_plan(std::vector<double> desired, const std::vector<int32_t>& current,
-                       const BatchBounds& b);
+// `centre`, when given, moves rule 3's band: |b_i - centre_i| <= b.max_change * centre_i, and a
+// non-finite or non-positive centre_i leaves rank i unlimited (a rank whose speed changed).
+// Throws dynamix::Error when desired, current or centre differ in length or b.max has a wrong
+// length.
+BatchPlan project_plan(std::vector<double> desired, const std::vector<int32_t>& current, const BatchBounds& b,
+                       const std::vector<double>* centre = nullptr);
 
 // Upper bound of rank i under b (b.max empty = unbounded, one value = every rank).
 int32_t rank_max(const BatchBounds& b, size_t i);

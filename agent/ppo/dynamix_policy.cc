@@ -61,6 +61,29 @@ ChangeAlarm::Options alarm_options() {
   return o;
 }
 
+// A confirmed change lifts the per-window limit for the ranks whose models restarted (no centre),
+// and moves it for the others by the common factor that keeps the global batch: they take up (or
+// give back) what the restarted ranks leave, spread as their plan is, and around that each may
+// still move by at most `max_change`. Lifting it for every rank let a rank whose affine fit had
+// read a drifting speed as a fixed cost jump 22 -> 86 samples on another rank's restart and become
+// the straggler (a random 228-rank scenario, 1.036x gns; docs/AGENT.md, item 8).
+std::vector<double> change_centres(const std::vector<RankTimeModels::Reading>& readings,
+                                   const std::vector<int32_t>& current, double global_batch,
+                                   const std::vector<double>& desired) {
+  double left = global_batch, unchanged = 0;
+  for (size_t i = 0; i < desired.size(); ++i) {
+    if (readings[i].restarted)
+      left -= desired[i];
+    else
+      unchanged += current[i];
+  }
+  const double common = unchanged > 0 && left > 0 ? left / unchanged : 1.0;
+  std::vector<double> centre(desired.size());
+  for (size_t i = 0; i < desired.size(); ++i)
+    centre[i] = readings[i].restarted ? std::nan("") : common * current[i];
+  return centre;
+}
+
 }  // namespace
 
 std::vector<double> DynamixPolicy::expected_compute(const std::vector<int32_t>& plan) const {
@@ -234,13 +257,16 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     }
     BatchBounds bounds = s.bounds;
     // A change the alarm reported and the window confirmed (some rank's model restarted) lifts the
-    // per-window limit: the plan it bounded was fitted to speeds that are gone, and a 4x slowdown
-    // halved per window takes two windows to absorb (a recovering rank at 8 samples takes four).
-    // Under drifting speeds (tracking) the limit stays, a damper on chasing: 2-3 % on dynamic_drift.
-    if (asked_by_alarm && restarted && !models_.tracking()) bounds.max_change = 0;
+    // per-window limit where the change happened: the plan it bounded was fitted to speeds that are
+    // gone, and a 4x slowdown halved per window takes two windows to absorb (a recovering rank at 8
+    // samples takes four). Under drifting speeds (tracking) the limit stays, a damper on chasing:
+    // 2-3 % on dynamic_drift.
+    std::vector<double> centre;
+    if (asked_by_alarm && restarted && !models_.tracking())
+      centre = change_centres(readings, current, view.global_batch, desired);
     bounds.fixed_global = true;
     bounds.global_batch = static_cast<int32_t>(std::lround(view.global_batch));
-    BatchPlan projected = project_plan(desired, current, bounds);
+    BatchPlan projected = project_plan(desired, current, bounds, centre.empty() ? nullptr : &centre);
     plan.batch_sizes = std::move(projected.batch_sizes);
     plan.note = std::move(projected.note);
     if (unconfirmed) plan.note = "change alarm not borne out by the window's mean: plan kept";

@@ -53,6 +53,22 @@ TEST(ProjectionTest, RespectsChangeLimitAndAlwaysAllowsOneStep) {
   EXPECT_EQ(project_plan({10}, {1}, b).batch_sizes, (std::vector<int32_t>{2}));
 }
 
+// A centre moves a rank's band (|b - c| <= max_change · c); a non-finite one lifts it.
+TEST(ProjectionTest, ACentreMovesTheChangeBandAndNaNLiftsIt) {
+  BatchBounds b;
+  b.max = {1000};
+  b.fixed_global = false;
+  b.max_change = 0.5;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> centre{80, nan, 40};
+  EXPECT_EQ(project_plan({1000, 1000, 1000}, {40, 40, 40}, b, &centre).batch_sizes,
+            (std::vector<int32_t>{120, 1000, 60}));
+  // The band around 80 is [40, 120], widened as always by a step of one from the current 40.
+  EXPECT_EQ(project_plan({1, 1, 1}, {40, 40, 40}, b, &centre).batch_sizes, (std::vector<int32_t>{39, 1, 20}));
+  const std::vector<double> short_centre{80};
+  EXPECT_THROW(project_plan({1, 1, 1}, {40, 40, 40}, b, &short_centre), Error);
+}
+
 TEST(ProjectionTest, NonFiniteKeepsCurrentNegativeGoesLow) {
   BatchBounds b;
   b.min = 2;

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Write a suite of random simulator scenarios that no policy was tuned on.
+
+The public suite (configs/agent_suite) has 16 hand-made clusters, and the agent's rules were
+developed against them. This draws fresh ones from wider ranges, so that
+`dynamix agent eval --suite DIR` can judge every policy on clusters nobody looked at first:
+
+    scripts/experiments/random_suite.py --count 120 --seed 7 --out /tmp/rsuite
+    build/bin/dynamix agent eval --suite /tmp/rsuite --seeds 2 --output /tmp/rsuite-eval
+
+Families follow the names `agent eval` groups by: `homogeneous_*` (equal speeds, per-step noise,
+nothing else), `static_*` (fixed speeds in 1-4 classes) and `dynamic_*` (static speeds plus one to
+three events: a lasting slowdown, a transient one, drift, several ranks at once, or a recurring
+slowdown). Ranges: 2-256 nodes, speed ratios up to 16x, per-step noise 2-30 % (per class), fixed
+cost per step 0-60 % of compute, communication 0-80 % of a balanced step, step times 1 ms to 5 s,
+decision windows of 5-40 steps.
+"""
+
+import argparse
+import math
+import os
+import random
+
+
+def log_uniform(rng, lo, hi):
+    return math.exp(rng.uniform(math.log(lo), math.log(hi)))
+
+
+def draw_classes(rng, nodes, homogeneous):
+    noise = round(rng.uniform(0.02, 0.3), 3)
+    if homogeneous:
+        return [{"count": nodes, "speed": 1.0, "noise": noise}], [1.0] * nodes
+    k = min(nodes, rng.choice([1, 2, 2, 3, 4]))
+    cuts = sorted(rng.sample(range(1, nodes), k - 1)) if k > 1 else []
+    counts = [b - a for a, b in zip([0] + cuts, cuts + [nodes])]
+    top = log_uniform(rng, 1.0, 16.0)
+    classes, speeds = [], []
+    for i, count in enumerate(counts):
+        speed = 1.0 if i == 0 else round(1.0 / log_uniform(rng, 1.0, top), 4)
+        c = {"count": count, "speed": speed}
+        if rng.random() < 0.3:
+            c["noise"] = round(rng.uniform(0.02, 0.3), 3)
+        classes.append(c)
+        speeds += [speed] * count
+    return classes, speeds
+
+
+def draw_workload(rng, nodes, speeds, init):
+    step = log_uniform(rng, 1e-3, 5.0)  # compute of one step at speed 1 and the initial batch
+    fixed_share = rng.choice([0.0, rng.uniform(0.0, 0.6)])
+    alpha = step * fixed_share
+    beta = (step - alpha) / init
+    # communication as a share of a balanced step (compute at the balanced split + comm)
+    rate = sum(speeds)
+    balanced = alpha + beta * init * nodes / rate
+    comm_share = rng.choice([0.0, rng.uniform(0.0, 0.8)]) if nodes > 1 else 0.0
+    comm = balanced * comm_share / (1 - comm_share)
+    latency_us = 10.0
+    bandwidth_gbps = 25.0
+    ring = 2.0 * (nodes - 1) / nodes
+    wire = max(comm - 2 * (nodes - 1) * latency_us * 1e-6, 0.0)
+    grad_bytes = wire * bandwidth_gbps * 1e9 / 8 / ring
+    batch = init * nodes
+    return {
+        "alpha_s": float(f"{alpha:.6g}"),
+        "beta_s": float(f"{beta:.6g}"),
+        "grad_bytes": float(f"{grad_bytes:.6g}"),
+        "bandwidth_gbps": bandwidth_gbps,
+        "latency_us": latency_us,
+        "b_noise": float(f"{batch * log_uniform(rng, 0.1, 2.0):.6g}"),
+        "target_progress": rng.choice([600, 1000, 1500]),
+        "noise": round(rng.uniform(0.02, 0.3), 3),
+    }
+
+
+def draw_events(rng, nodes, horizon):
+    events = []
+    for _ in range(rng.choice([1, 1, 2, 3])):
+        kind = rng.choice(["lasting", "transient", "drift", "recurring"])
+        width = max(1, min(nodes - 1, round(nodes * rng.choice([0.0, 0.1, 0.25]))))
+        ranks = sorted(rng.sample(range(nodes), width))
+        at = rng.randrange(50, horizon // 2)
+        slowdown = round(log_uniform(rng, 1.3, 6.0), 3)
+        if kind == "lasting":
+            events.append({"at_step": at, "ranks": ranks, "slowdown": slowdown})
+        elif kind == "transient":
+            events.append({"at_step": at, "ranks": ranks, "slowdown": slowdown,
+                           "duration_steps": rng.randrange(10, 300)})
+        elif kind == "drift":
+            events.append({"at_step": at, "ranks": ranks, "slowdown": slowdown,
+                           "period_steps": rng.randrange(100, 800)})
+        else:
+            on, period = rng.randrange(20, 200), rng.randrange(250, 600)
+            for start in range(at, horizon, period):
+                events.append({"at_step": start, "ranks": ranks, "slowdown": slowdown,
+                               "duration_steps": on})
+    return events
+
+
+def flow(value):
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(flow(v) for v in value) + "]"
+    return str(value)
+
+
+def scenario(rng, family, index):
+    nodes = int(round(log_uniform(rng, 2, 256)))
+    init = 32
+    classes, speeds = draw_classes(rng, nodes, family == "homogeneous")
+    workload = draw_workload(rng, nodes, speeds, init)
+    window = rng.choice([5, 10, 20, 20, 40])
+    lines = [f"# random_suite.py family {family}, scenario {index}", "sim:", f"  nodes: {nodes}",
+             f"  seed: {rng.randrange(1, 10**6)}", f"  profile: {flow({'classes': classes})}"]
+    if family == "dynamic":
+        horizon = int(workload["target_progress"] * 1.5)
+        lines.append("  events:")
+        lines += [f"    - {flow(e)}" for e in draw_events(rng, nodes, horizon)]
+    lines += [f"  workload: {flow(workload)}",
+              f"batch: {{init: {init}, min: 2, max: 512, global: fixed}}",
+              f"policy: {{name: static, window: {window}}}"]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--count", type=int, default=120)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    os.makedirs(args.out, exist_ok=True)
+    for i in range(args.count):
+        family = rng.choice(["homogeneous", "static", "static", "dynamic", "dynamic", "dynamic"])
+        path = os.path.join(args.out, f"{family}_r{i:03d}.yaml")
+        with open(path, "w") as f:
+            f.write(scenario(rng, family, i))
+    print(f"wrote {args.count} scenarios to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
