@@ -11,9 +11,9 @@ developed against them. This draws fresh ones from wider ranges, so that
 Families follow the names `agent eval` groups by: `homogeneous_*` (equal speeds, per-step noise,
 nothing else), `static_*` (fixed speeds in 1-4 classes) and `dynamic_*` (static speeds plus one to
 three events: a lasting slowdown, a transient one, drift, several ranks at once, or a recurring
-slowdown). Ranges: 2-256 nodes, speed ratios up to 16x, per-step noise 2-30 % (per class), fixed
-cost per step 0-60 % of compute, communication 0-80 % of a balanced step, step times 1 ms to 5 s,
-decision windows of 5-40 steps.
+slowdown). Ranges: 2-256 nodes (--max-nodes), speed ratios up to 16x, per-step noise 2-30 % (per
+class), fixed cost per step 0-60 % of compute, communication 0-80 % of a balanced step, step times
+1 ms to 5 s, decision windows of 5-40 steps. The same --seed writes the same files.
 """
 
 import argparse
@@ -105,8 +105,8 @@ def flow(value):
     return str(value)
 
 
-def scenario(rng, family, index):
-    nodes = int(round(log_uniform(rng, 2, 256)))
+def scenario(rng, family, index, max_nodes):
+    nodes = int(round(log_uniform(rng, 2, max_nodes)))
     init = 32
     classes, speeds = draw_classes(rng, nodes, family == "homogeneous")
     workload = draw_workload(rng, nodes, speeds, init)
@@ -127,6 +127,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=120)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--max-nodes", type=int, default=256, help="cluster sizes are drawn from 2..this")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     rng = random.Random(args.seed)
@@ -135,7 +136,7 @@ def main():
         family = rng.choice(["homogeneous", "static", "static", "dynamic", "dynamic", "dynamic"])
         path = os.path.join(args.out, f"{family}_r{i:03d}.yaml")
         with open(path, "w") as f:
-            f.write(scenario(rng, family, i))
+            f.write(scenario(rng, family, i, args.max_nodes))
     print(f"wrote {args.count} scenarios to {args.out}")
 
 
