@@ -259,11 +259,12 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     // A change the alarm reported and the window confirmed (some rank's model restarted) lifts the
     // per-window limit where the change happened: the plan it bounded was fitted to speeds that are
     // gone, and a 4x slowdown halved per window takes two windows to absorb (a recovering rank at 8
-    // samples takes four). Under drifting speeds (tracking) the limit stays, a damper on chasing:
-    // 2-3 % on dynamic_drift.
+    // samples takes four). Up to v2.12, which lifted it for every rank, it stayed under drifting
+    // speeds (tracking), a damper worth 2-3 % on dynamic_drift; lifted only where the change
+    // happened, it costs nothing there, and a real rank slowing 4x while ranks sharing cores
+    // wander is absorbed in one decision instead of two.
     std::vector<double> centre;
-    if (asked_by_alarm && restarted && !models_.tracking())
-      centre = change_centres(readings, current, view.global_batch, desired);
+    if (asked_by_alarm && restarted) centre = change_centres(readings, current, view.global_batch, desired);
     bounds.fixed_global = true;
     bounds.global_batch = static_cast<int32_t>(std::lround(view.global_batch));
     BatchPlan projected = project_plan(desired, current, bounds, centre.empty() ? nullptr : &centre);

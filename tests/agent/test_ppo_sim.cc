@@ -207,6 +207,36 @@ TEST(ShippedPolicy, EqualRanksWhoseSpeedsWanderAreNotChased) {
   EXPECT_LE(worst, 2);
 }
 
+// The same wandering ranks, and at step 605, while the models track the last window, rank 1 slows
+// 4x for good. The alarm's decision four steps later moves rank 1 at once (to 9; its share under
+// the fixed cost is about 3, reached over the next decisions): a confirmed change lifts the
+// limit where it happened whether or not speeds drift (v2.13, docs/AGENT.md item 15). Up to
+// v2.12 the limit stayed under tracking, and rank 1 went only to 16 of 32.
+TEST(ShippedPolicy, AChangeWhileSpeedsWanderIsAbsorbedInOneDecision) {
+  const int64_t at = 605;
+  SimConfig c = nodes_at(std::vector<double>(4, 1.0), 13, 0.05);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> slower(1.0, 1.1);
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    for (int64_t t = 15 * rank; t < 2400; t += 60) c.events.push_back({t, {rank}, slower(rng), 60, 0});
+  }
+  c.events.push_back({at, {1}, 4.0, 0, 0});
+  ClusterSimulator sim(c, bounds(128), {32}, 20);
+  DynamixPolicy policy(shipped());
+  RankTimeModels::Options o;
+  o.score_persistence = true;
+  RankTimeModels watch(o);  // whether the windows before make persistence the better forecast
+  ClusterState s = sim.reset(&policy);
+  while (s.global.step < at) {
+    s = sim.step_window(policy.decide(s), &policy);
+    watch.observe(s);
+  }
+  EXPECT_TRUE(watch.tracking());  // the case this test is about
+  const BatchPlan p = policy.decide(s);
+  EXPECT_LE(s.global.step, at + 4);
+  EXPECT_LE(p.batch_sizes[1], 12) << "step " << s.global.step << ": rank 1 at " << p.batch_sizes[1];
+}
+
 // The same noisy cluster with one rank 1.25x slower is not held as homogeneous: that rank ends
 // near its balanced share, 256 * 0.8 / 7.8 = 26.3 of 32.
 TEST(ShippedPolicy, ANoisyClusterWithOneSlowerRankStillBalances) {
