@@ -66,7 +66,7 @@ ChangeAlarm::Options alarm_options() {
 // give back) what the restarted ranks leave, spread as their plan is, and around that each may
 // still move by at most `max_change`. Lifting it for every rank let a rank whose affine fit had
 // read a drifting speed as a fixed cost jump 22 -> 86 samples on another rank's restart and become
-// the straggler (a random 228-rank scenario, 1.036x gns; docs/AGENT.md, item 8).
+// the straggler (a random 228-rank scenario, 1.038x gns; docs/AGENT.md, item 15).
 std::vector<double> change_centres(const std::vector<RankTimeModels::Reading>& readings,
                                    const std::vector<int32_t>& current, double global_batch,
                                    const std::vector<double>& desired) {

@@ -21,6 +21,8 @@ import math
 import os
 import random
 
+import yaml
+
 
 def log_uniform(rng, lo, hi):
     return math.exp(rng.uniform(math.log(lo), math.log(hi)))
@@ -97,30 +99,21 @@ def draw_events(rng, nodes, horizon):
     return events
 
 
-def flow(value):
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {flow(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(flow(v) for v in value) + "]"
-    return str(value)
-
-
 def scenario(rng, family, index, max_nodes):
     nodes = int(round(log_uniform(rng, 2, max_nodes)))
     init = 32
     classes, speeds = draw_classes(rng, nodes, family == "homogeneous")
     workload = draw_workload(rng, nodes, speeds, init)
     window = rng.choice([5, 10, 20, 20, 40])
-    lines = [f"# random_suite.py family {family}, scenario {index}", "sim:", f"  nodes: {nodes}",
-             f"  seed: {rng.randrange(1, 10**6)}", f"  profile: {flow({'classes': classes})}"]
+    sim = {"nodes": nodes, "seed": rng.randrange(1, 10**6), "profile": {"classes": classes}}
     if family == "dynamic":
-        horizon = int(workload["target_progress"] * 1.5)
-        lines.append("  events:")
-        lines += [f"    - {flow(e)}" for e in draw_events(rng, nodes, horizon)]
-    lines += [f"  workload: {flow(workload)}",
-              f"batch: {{init: {init}, min: 2, max: 512, global: fixed}}",
-              f"policy: {{name: static, window: {window}}}"]
-    return "\n".join(lines) + "\n"
+        sim["events"] = draw_events(rng, nodes, int(workload["target_progress"] * 1.5))
+    sim["workload"] = workload
+    config = {"sim": sim, "batch": {"init": init, "min": 2, "max": 512, "global": "fixed"},
+              "policy": {"name": "static", "window": window}}
+    # innermost lists and mappings in flow style (one line per class, rank list, workload)
+    body = yaml.safe_dump(config, default_flow_style=None, sort_keys=False, width=1 << 16)
+    return f"# random_suite.py family {family}, scenario {index}\n" + body
 
 
 def main():
