@@ -29,6 +29,7 @@ void RankTimeModels::reset() {
   history_.clear();
   models_.clear();
   readings_.clear();
+  restarts_.clear();
   last_log_ratio_.clear();
   model_error_ = persistence_error_ = 0;
   scored_windows_ = 0;
@@ -78,6 +79,7 @@ void RankTimeModels::observe(const ClusterState& state) {
     reset();
     history_.assign(n, {});
     models_.assign(n, {});
+    restarts_.assign(n, {});
   }
   readings_.assign(n, {});
   for (size_t i = 0; i < n; ++i) {
@@ -93,6 +95,9 @@ void RankTimeModels::observe(const ClusterState& state) {
         if (h.size() >= 2 && off_by_more_than(r.compute_s, predicted, options_.change_threshold)) {
           h.clear();
           reading.restarted = true;
+          auto& log = restarts_[i];
+          log.push_back({state.global.step, r.compute_s > predicted, m});
+          if (log.size() > kRestartLog) log.pop_front();
         }
       }
       const bool after_only = reading.restarted && options_.restart_at_recent && r.compute_recent_s > 0 &&

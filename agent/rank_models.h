@@ -44,6 +44,14 @@ class RankTimeModels {
     double step_noise = 0;
     double noise_steps = 0;
   };
+  // A restart of one rank's model: the step count of the window that showed the change, whether
+  // the rank got slower, and the model it replaced (the speed before the change).
+  struct Restart {
+    int64_t step = 0;
+    bool slower = false;
+    Model before;
+  };
+  static constexpr size_t kRestartLog = 6;  // restarts kept per rank, newest last
 
   RankTimeModels();
   explicit RankTimeModels(Options options);
@@ -55,6 +63,8 @@ class RankTimeModels {
 
   const std::vector<Model>& models() const { return models_; }
   const std::vector<Reading>& readings() const { return readings_; }
+  // Rank i's last kRestartLog restarts (empty before observe()).
+  const std::deque<Restart>& restarts(size_t i) const { return restarts_[i]; }
   int32_t history() const { return options_.history; }
   double forget() const { return options_.forget; }
   // True when the last window, not the history, predicts the next one: over at least
@@ -89,6 +99,7 @@ class RankTimeModels {
   std::vector<std::deque<Observation>> history_;
   std::vector<Model> models_;
   std::vector<Reading> readings_;
+  std::vector<std::deque<Restart>> restarts_;
   // Persistence scoring: each rank's log(measured / model) of its newest window after the fit
   // (NaN: none), and forgetting-weighted sums of both forecasts' mean squared log error.
   void score_forecasts(const ClusterState& state);

@@ -270,6 +270,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     BatchPlan projected = project_plan(desired, current, bounds, centre.empty() ? nullptr : &centre);
     plan.batch_sizes = std::move(projected.batch_sizes);
     plan.note = std::move(projected.note);
+    if (!view.note.empty()) plan.note = view.note + (plan.note.empty() ? "" : "; " + plan.note);
     if (unconfirmed) plan.note = "change alarm not borne out by the window's mean: plan kept";
 
     if (learn_) {

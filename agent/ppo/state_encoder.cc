@@ -6,8 +6,10 @@
 #include <cmath>
 #include <limits>
 
+#include "agent/change_alarm.h"
 #include "agent/noise_split.h"
 #include "agent/plan_projection.h"
+#include "agent/recurring_slowdown.h"
 #include "framework/core/error.h"
 #include "framework/core/stats.h"
 
@@ -271,6 +273,16 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   if (models.tracking()) v.slow = v.fast;
   hold_first_window_noise(models, s, v.slow);
   hold_homogeneous_plan(s, models, global_batch, forecast, v.slow);
+  // Interference that keeps coming back: hold its slow phase's plan where following each phase
+  // costs more (agent/recurring_slowdown.h). A change takes the alarm's steps and one more (the
+  // request rides on the next step's exchange) to reach a plan.
+  const double latency = ChangeAlarm::Options{}.steps + 1;
+  RecurringHedge hedge = hedge_recurring(s, models, global_batch, lo, hi, latency);
+  if (hedge.hold) {
+    v.slow = v.fast = std::move(hedge.plan);
+    v.note = "recurring slowdown: the slow phase's plan held (" + std::to_string(hedge.hold_cost) +
+             " s per cycle against " + std::to_string(hedge.follow_cost) + " s following it)";
+  }
   for (size_t i = 0; i < n; ++i) {
     v.proportional[i] = rate_sum > 0 ? std::max(1.0, global_batch * v.proportional[i] / rate_sum) : v.slow[i];
   }

@@ -20,6 +20,7 @@ struct BalanceView {
   std::vector<double> slow, fast, proportional;
   double predicted_compute_s = 0;  // balanced compute time of the slow proposal (0 if unknown)
   bool ready = false;              // every rank has a model; otherwise every proposal = current
+  std::string note;                // a rule that shaped the proposals, for decisions.jsonl
 };
 BalanceView balance_view(const ClusterState& state, const RankTimeModels& models, double global_batch);
 

@@ -76,11 +76,30 @@ def bad_inputs(d):
             fail(f"expected a clear error containing {expected!r}, got exit {r.returncode}: {r.stderr[-1000:]}")
 
 
+def recurring_interference(d):
+    """Interference faster than the window (configs/experiments/sim_fast_periodic.yaml): following
+    each phase lost to proportional (0.842x static against 0.832x); holding the slow phase's plan
+    (agent/recurring_slowdown.h) runs 0.770x, and decisions.jsonl says why."""
+    out = d / "fast_periodic"
+    r = run([DYNAMIX, "sim", "--config", str(SOURCE_DIR / "configs/experiments/sim_fast_periodic.yaml"),
+             "--policies", "proportional,gns,dynamix", "--set", f"output.dir={out}"])
+    if r.returncode != 0:
+        fail(f"sim on fast periodic interference: exit {r.returncode}\n{r.stderr[-2000:]}")
+    t = {p: json.loads((out / p / "summary.json").read_text())["total_time_s"]
+         for p in ("proportional", "gns", "dynamix")}
+    if not t["dynamix"] <= 0.95 * min(t["proportional"], t["gns"]):
+        fail(f"recurring interference: dynamix not 5 % faster than the best heuristic: {t}")
+    notes = [json.loads(line).get("note", "") for line in (out / "dynamix" / "decisions.jsonl").open()]
+    if not any(n.startswith("recurring slowdown: the slow phase's plan held") for n in notes):
+        fail("recurring interference: no decision says it held the slow phase's plan")
+
+
 def main():
     with TempDir() as d:
         bad_inputs(d)
         sim_uses_shipped_policy(d)
         eval_command(d)
+        recurring_interference(d)
         rebuilds_shipped_policy(d)
     print("agent policy e2e: passed")
 
