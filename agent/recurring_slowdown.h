@@ -6,11 +6,13 @@
 // shared node. Following every phase costs about `latency_steps` steps of the wrong plan at each
 // switch (the steps a change takes to reach a decision); keeping the slow phase's plan through the
 // fast phase costs the other ranks' extra load for the fast phase's length. With D the longer of
-// the last two fast phases, ΔF the held plan's extra compute time per step under fast speeds and ΔS the
-// followed plan's extra time per step when the slow phase returns, holding costs (D - L)·ΔF per
-// cycle more than following, and following costs L·ΔS more than holding: hold when the first is
-// smaller. Two of 16 ranks 3x slower for 20 of every 40 steps: holding is 9.5 % faster than
-// following (docs/AGENT.md item 16); half the ranks slowed for long phases: following.
+// the last two fast phases, ΔF the held plan's extra compute time per step under fast speeds and
+// ΔS the followed plan's extra time per step when the slow phase returns, holding costs
+// (D - L)·ΔF per cycle more than following, and following costs L·ΔS more than holding: hold when
+// the first is smaller.
+// Two of 16 ranks 3x slower for 20 of every 40 steps: holding takes 0.91x the time of
+// following (configs/experiments/sim_fast_periodic.yaml); half the ranks slowed for long phases:
+// following (docs/AGENT.md item 16).
 #pragma once
 
 #include <cstdint>
