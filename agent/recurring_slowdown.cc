@@ -28,10 +28,10 @@ Phase read_phase(const std::deque<RankTimeModels::Restart>& log, int64_t now) {
   const size_t n = log.size();
   if (n >= 3 && log[n - 1].slower && !log[n - 2].slower && log[n - 3].slower) p.slow = true;
   if (n < 6) return p;
-  for (size_t k = n - 6; k < n; ++k) {
-    if (log[k].slower != ((k - (n - 6)) % 2 == 0)) return p;
+  for (size_t k = 0; k < 6; ++k) {
+    if (log[n - 6 + k].slower != (k % 2 == 0)) return p;  // slower, faster, ... in turn
   }
-  const auto &r1 = log[n - 5], &s3 = log[n - 2], &r3 = log[n - 1], &r2 = log[n - 3], &s2 = log[n - 4];
+  const auto &r1 = log[n - 5], &s2 = log[n - 4], &r2 = log[n - 3], &s3 = log[n - 2], &r3 = log[n - 1];
   p.fast_steps = double(std::max(s2.step - r1.step, s3.step - r2.step));
   p.fast = p.fast_steps > 0 && double(now - r3.step) < kLapse * p.fast_steps && r3.before.valid &&
            s3.before.valid;
