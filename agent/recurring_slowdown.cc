@@ -33,8 +33,8 @@ Phase read_phase(const std::deque<RankTimeModels::Restart>& log, int64_t now) {
   }
   const auto &r1 = log[n - 5], &s2 = log[n - 4], &r2 = log[n - 3], &s3 = log[n - 2], &r3 = log[n - 1];
   p.fast_steps = double(std::max(s2.step - r1.step, s3.step - r2.step));
-  p.fast = p.fast_steps > 0 && double(now - r3.step) < kLapse * p.fast_steps && r3.before.valid &&
-           s3.before.valid;
+  p.fast =
+      p.fast_steps > 0 && double(now - r3.step) < kLapse * p.fast_steps && r3.before.valid && s3.before.valid;
   p.fast_model = s3.before;
   p.slow_model = r3.before;
   return p;
@@ -77,7 +77,8 @@ RecurringHedge hedge_recurring(const ClusterState& state, const RankTimeModels& 
   split_batch(fast, global_batch, lo, hi, followed);
   split_batch(fast, global_batch, lo, hi, held, &slow_scale);
   const double extra_fast = std::max(0.0, slowest(fast, held, none) - slowest(fast, followed, none));
-  const double extra_slow = std::max(0.0, slowest(fast, followed, slow_scale) - slowest(fast, held, slow_scale));
+  const double extra_slow =
+      std::max(0.0, slowest(fast, followed, slow_scale) - slowest(fast, held, slow_scale));
   h.hold_cost = std::max(0.0, fast_steps - latency_steps) * extra_fast;
   h.follow_cost = latency_steps * extra_slow;
   h.hold = h.hold_cost < h.follow_cost;

@@ -24,8 +24,8 @@
 namespace dynamix {
 
 struct RecurringHedge {
-  bool recurring = false;   // some rank shows recurring interference and is in its fast phase
-  bool hold = false;        // holding its slow phase's plan is the cheaper way through a cycle
+  bool recurring = false;    // some rank shows recurring interference and is in its fast phase
+  bool hold = false;         // holding its slow phase's plan is the cheaper way through a cycle
   std::vector<double> plan;  // with hold: the split of B balanced for the slow phase (else empty)
   double hold_cost = 0, follow_cost = 0;  // compute seconds per cycle, as compared
 };
