@@ -40,6 +40,7 @@ Phase read_phase(const std::deque<RankTimeModels::Restart>& log, int64_t now) {
   return p;
 }
 
+// max_i scale_i·t_i(b_i): the predicted compute time of plan b with rank i `scale_i` times slower.
 double slowest(const std::vector<RankTimeModels::Model>& models, const std::vector<double>& b,
                const std::vector<double>& scale) {
   double t = 0;
@@ -55,30 +56,42 @@ RecurringHedge hedge_recurring(const ClusterState& state, const RankTimeModels& 
   RecurringHedge h;
   const size_t n = state.nodes.size();
   if (models.models().size() != n || !models.ready()) return h;
-  std::vector<RankTimeModels::Model> fast = models.models();
-  std::vector<double> slow_scale(n, 1.0), none(n, 1.0);
-  double fast_steps = 0;
+  // How much slower a rank's slow phase runs, where it is in the fast phase of a pattern worth
+  // holding for (0 otherwise; the slow phase of a pattern: -1).
   const double mean_batch = global_batch / double(n);
+  auto slowdown_of = [&](size_t i, Phase& p) {
+    p = read_phase(models.restarts(i), state.global.step);
+    if (p.slow) return -1.0;
+    if (!p.fast) return 0.0;
+    const double k = p.slow_model.at(mean_batch) / p.fast_model.at(mean_batch);
+    return k >= kMinSlowdown && std::isfinite(k) ? k : 0.0;
+  };
+  // Most decisions find no recurring rank: read the logs first, copy the models only then.
+  double fast_steps = 0;
+  Phase p;
   for (size_t i = 0; i < n; ++i) {
-    const Phase p = read_phase(models.restarts(i), state.global.step);
+    const double k = slowdown_of(i, p);
     // A rank in the slow phase of its own pattern while others are in their fast phase is a wave
     // passing over the cluster, which no single held plan serves: follow it.
-    if (p.slow) return h;
-    if (!p.fast) continue;
-    const double k = p.slow_model.at(mean_batch) / p.fast_model.at(mean_batch);
-    if (!(k >= kMinSlowdown) || !std::isfinite(k)) continue;
-    fast[i] = p.fast_model;
-    slow_scale[i] = k;
-    fast_steps = std::max(fast_steps, p.fast_steps);  // the longest: the cautious side
+    if (k < 0) return h;
+    if (k > 0) fast_steps = std::max(fast_steps, p.fast_steps);  // the longest: the cautious side
   }
   if (!(fast_steps > 0)) return h;
   h.recurring = true;
+  std::vector<RankTimeModels::Model> fast = models.models();
+  std::vector<double> slow_scale(n, 1.0);
+  for (size_t i = 0; i < n; ++i) {
+    const double k = slowdown_of(i, p);
+    if (k > 0) fast[i] = p.fast_model, slow_scale[i] = k;
+  }
   std::vector<double> held, followed;
-  split_batch(fast, global_batch, lo, hi, followed);
-  split_batch(fast, global_batch, lo, hi, held, &slow_scale);
-  const double extra_fast = std::max(0.0, slowest(fast, held, none) - slowest(fast, followed, none));
-  const double extra_slow =
-      std::max(0.0, slowest(fast, followed, slow_scale) - slowest(fast, held, slow_scale));
+  // split_batch returns each split's own slowest time: under fast speeds for the followed plan,
+  // under slow ones for the held plan.
+  const double followed_fast = split_batch(fast, global_batch, lo, hi, followed);
+  const double held_slow = split_batch(fast, global_batch, lo, hi, held, &slow_scale);
+  const std::vector<double> none(n, 1.0);
+  const double extra_fast = std::max(0.0, slowest(fast, held, none) - followed_fast);
+  const double extra_slow = std::max(0.0, slowest(fast, followed, slow_scale) - held_slow);
   h.hold_cost = std::max(0.0, fast_steps - latency_steps) * extra_fast;
   h.follow_cost = latency_steps * extra_slow;
   h.hold = h.hold_cost < h.follow_cost;
