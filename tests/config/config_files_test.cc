@@ -1,6 +1,7 @@
 // DYNAMIX — load_config on real files: every example in configs/ parses; missing paths are named.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -16,23 +17,50 @@ namespace {
 namespace fs = std::filesystem;
 using testing::error_of;
 
+// Loads one example as a run configuration and checks its per-rank lists against the world they
+// are written for (the largest of them).
+void expect_run_config(const fs::path& path) {
+  SCOPED_TRACE(path.string());
+  Config c;
+  ASSERT_NO_THROW(c = load_config(path.string())) << error_of([&] { load_config(path.string()); });
+  const size_t world =
+      std::max({c.batch.init.size(), c.hetero.slowdown.size(), c.hetero.bandwidth_mbps.size(), size_t{1}});
+  EXPECT_NO_THROW(validate_for_world(c, static_cast<int>(world)));
+}
+
 TEST(ConfigFiles, EveryExampleConfigParses) {
   const fs::path dir = fs::path(DYNAMIX_SOURCE_DIR) / "configs";
   int parsed = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const auto ext = entry.path().extension();
     if (ext != ".yaml" && ext != ".yml") continue;
-    SCOPED_TRACE(entry.path().string());
-    Config c;
-    ASSERT_NO_THROW(c = load_config(entry.path().string()))
-        << error_of([&] { load_config(entry.path().string()); });
-    // Per-rank lists must agree with the largest of them (the world the example is written for).
-    const size_t world =
-        std::max({c.batch.init.size(), c.hetero.slowdown.size(), c.hetero.bandwidth_mbps.size(), size_t{1}});
-    EXPECT_NO_THROW(validate_for_world(c, static_cast<int>(world)));
+    expect_run_config(entry.path());
     ++parsed;
   }
   EXPECT_GE(parsed, 2) << "expected the example configs in " << dir;
+}
+
+// configs/experiments holds the benchmark cells users run alone (compare_policies.sh) and the
+// suite files of scripts/experiments/run_suite.py, which list such cells under `scenarios`.
+TEST(ConfigFiles, EveryExperimentCellParsesAndEverySuiteNamesExistingCells) {
+  const fs::path root = fs::path(DYNAMIX_SOURCE_DIR);
+  int cells = 0, suites = 0;
+  for (const auto& entry : fs::directory_iterator(root / "configs" / "experiments")) {
+    if (entry.path().extension() != ".yaml") continue;
+    const YAML::Node doc = YAML::LoadFile(entry.path().string());
+    if (!doc["scenarios"]) {
+      expect_run_config(entry.path());
+      ++cells;
+      continue;
+    }
+    ++suites;
+    for (const auto& scenario : doc["scenarios"]) {
+      const fs::path cell = root / scenario["config"].as<std::string>();
+      EXPECT_TRUE(fs::is_regular_file(cell)) << entry.path() << " names " << cell;
+    }
+  }
+  EXPECT_GE(cells, 2);
+  EXPECT_GE(suites, 1);
 }
 
 TEST(ConfigFiles, FashionMnistHeteroExample) {
