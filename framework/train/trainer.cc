@@ -97,7 +97,10 @@ void Trainer::setup() {
                 comm_.backend() + ")");
   }
   make_device_current(device_);
-  if (device_.is_cuda()) at::globalContext().setBenchmarkCuDNN(config_.train.cudnn_benchmark);
+  if (device_.is_cuda()) {
+    at::globalContext().setBenchmarkCuDNN(config_.train.cudnn_benchmark);
+    eval_chunk_ = 512;  // the GPU's evaluation chunk (trainer.h, eval_chunk_)
+  }
   const std::string ckpt = RunOutputs::checkpoint_path_in(config_.output.dir);
   if (options_.resume && !std::filesystem::exists(ckpt)) {
     throw Error("--resume: no checkpoint at " + ckpt);

@@ -1,6 +1,6 @@
 """Issue #18, defect 1: out of memory during evaluation. One rank's emulated memory
-(hetero.memory_mb) fits its training batch but not the 500 test samples evaluation used to take
-at once; the evaluation pass killed the job at the first evaluation. Now that rank halves its
+(hetero.memory_mb) fits its training batch but not the 64 test samples evaluation takes at once
+on the CPU (500 before 2026-11-28; 18-22 MB here: training fails at 16, evaluation fits at 24); the evaluation pass killed the job at the first evaluation. Now that rank halves its
 evaluation chunk until it fits (the same samples again, counted once), the run completes, and
 the results equal those of a run without the cap."""
 import json
@@ -31,8 +31,8 @@ def train(d, name, memory_mb):
 def main():
     with TempDir() as d:
         free, _ = train(d, "uncapped", 0)
-        capped, r = train(d, "capped", 30)
-        if "rank 1: evaluation ran out of memory with 500 test samples" not in r.stderr:
+        capped, r = train(d, "capped", 20)
+        if "rank 1: evaluation ran out of memory with 64 test samples" not in r.stderr:
             fail("rank 1 did not run out of memory in evaluation: the test no longer tests anything")
         if "out of memory on rank" in r.stdout:
             fail("the capped rank ran out of memory in training too: lower its batch in the test")
