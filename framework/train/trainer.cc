@@ -99,7 +99,7 @@ void Trainer::setup() {
   make_device_current(device_);
   if (device_.is_cuda()) {
     at::globalContext().setBenchmarkCuDNN(config_.train.cudnn_benchmark);
-    eval_chunk_ = 512;  // the GPU's evaluation chunk (trainer.h, eval_chunk_)
+    eval_chunk_ = kGpuEvalChunk;
   }
   const std::string ckpt = RunOutputs::checkpoint_path_in(config_.output.dir);
   if (options_.resume && !std::filesystem::exists(ckpt)) {

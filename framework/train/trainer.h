@@ -228,7 +228,8 @@ class Trainer {
   // fresh pages on every allocation, and 500 test images at once made the Fashion-MNIST CNN's
   // evaluation 7-8x slower than 64 at a time (docs/RESULTS.md §4). On a GPU the caching allocator
   // reuses its blocks, and larger chunks keep the device busy.
-  int64_t eval_chunk_ = 64;
+  static constexpr int64_t kCpuEvalChunk = 64, kGpuEvalChunk = 512;
+  int64_t eval_chunk_ = kCpuEvalChunk;
   int64_t last_eval_step_ = -1;
   int64_t buffers_averaged_step_ = -1;  // replicas' buffers are identical as of this step
   int64_t total_steps_hint_ = 0;
