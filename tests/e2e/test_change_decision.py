@@ -1,8 +1,8 @@
-"""A change inside a window, through the real CLI: rank 1 slows 5x at step 25 of a 2-rank run that
+"""A change inside a window, through the real CLI: rank 1 slows 5x at step 23 of a 2-rank run that
 decides every 10 steps. The shipped dynamix policy notices it within 3 steps and decides at once
 (decisions.jsonl: trigger "change", before the regular decision at step 30), moving batch away
 from rank 1; the heuristics decide on the window's steps only. A run that starts unbalanced (rank 1
-3x slower from step 1) gets its first decision before the first window ends (StartCheck). A drift
+6x slower from step 1) gets its first decision before the first window ends (StartCheck). A drift
 (`period_steps`) moves rank 1's emulated slowdown smoothly between 1x and 4x and back. Jitter
 (`hetero.jitter`) scatters rank 1's step times as a shared node's, and rank 0's not."""
 import json
@@ -19,7 +19,7 @@ train: {max_steps: 40, optimizer: sgd, lr: 0.05, seed: 3, eval_every: 0}
 policy: {name: dynamix, window: 10}
 hetero:
   slowdown: [1, 1]
-  events: [{at_step: 25, rank: 1, slowdown: 5.0}]
+  events: [{at_step: 23, rank: 1, slowdown: 5.0}]
 monitor: {enabled: false}
 output: {dir: OUT, checkpoint_every: 0}
 """
@@ -50,7 +50,7 @@ def train(d, policy, config=CONFIG, name=None):
 def drift_ratios(d, out):
     """rank 1 / rank 0 compute time per step of a static run with rank 1 drifting up to 4x every
     20 steps from step 0."""
-    config = CONFIG.replace("events: [{at_step: 25, rank: 1, slowdown: 5.0}]",
+    config = CONFIG.replace("events: [{at_step: 23, rank: 1, slowdown: 5.0}]",
                             "events: [{at_step: 0, rank: 1, slowdown: 4.0, period_steps: 20}]")
     train(d, "static", config, out)
     ratio = {}
@@ -90,7 +90,7 @@ def check_jitter(d):
     1.35 x 0.83 = 1.1, shrunk by the part of a step the emulation does not scale (seen: 0.5 for
     jitter 0.5 against its 0.63); rank 0's is the machine's (0.1-0.4 here)."""
     config = CONFIG.replace("slowdown: [1, 1]", "slowdown: [3, 3]\n  jitter: [0, 1.0]").replace(
-        "max_steps: 40", "max_steps: 100").replace("  events: [{at_step: 25, rank: 1, slowdown: 5.0}]\n", "")
+        "max_steps: 40", "max_steps: 100").replace("  events: [{at_step: 23, rank: 1, slowdown: 5.0}]\n", "")
     train(d, "static", config, "jitter")
     logs = [[], []]
     for line in (d / "jitter" / "metrics.jsonl").read_text().splitlines():
@@ -115,9 +115,12 @@ def main():
         dec = train(d, "dynamix")
         early = [x for x in dec if x["trigger"] == "change"]
         steps = [x["step"] for x in dec]
-        moved = [x for x in early if 25 < x["step"] < 30 and x["plan"][1] < x["plan"][0]]
+        # Step 23 leaves the alarm (3 steps) and the decision's latency (2 steps) two steps of
+        # slack before the regular decision at step 30: one noisy step on a loaded 2-core VM
+        # (seen in CI with the change at step 25) does not turn it into the window's decision.
+        moved = [x for x in early if 23 < x["step"] < 30 and x["plan"][1] < x["plan"][0]]
         if not moved:
-            fail(f"dynamix: no decision moving batch off rank 1 between the change at step 25 and step 30: "
+            fail(f"dynamix: no decision moving batch off rank 1 between the change at step 23 and step 30: "
                  f"{[(x['step'], x['trigger'], x['plan']) for x in dec]}")
         for x in dec:
             if (x["step"] % 10 == 0) != (x["trigger"] == "window"):
@@ -129,13 +132,15 @@ def main():
 
         # The alarm fires after step 30, a regular decision step: that decision answers it, and
         # no second decision follows at step 31.
-        aligned = train(d, "dynamix", CONFIG.replace("at_step: 25", "at_step: 27"), "aligned")
+        aligned = train(d, "dynamix", CONFIG.replace("at_step: 23", "at_step: 27"), "aligned")
         if decisions_right_after_a_regular_one(aligned):
             fail(f"a decision one step after another: {[(x['step'], x['trigger']) for x in aligned]}")
 
         # Unbalanced from the start: the first decision comes before step 10 and moves batch off
-        # rank 1 (the first step is set aside, then 3 steps at least).
-        start = train(d, "dynamix", CONFIG.replace("slowdown: [1, 1]", "slowdown: [1, 3]"), "start")
+        # rank 1 (the first step is set aside, then 3 steps at least). 6x: with 3x, rank 1's
+        # measured compute was 1.4-1.7x rank 0's on this 2-core VM in some runs, and noisy
+        # enough that StartCheck rightly waited (CI, 2026-11-28).
+        start = train(d, "dynamix", CONFIG.replace("slowdown: [1, 1]", "slowdown: [1, 6]"), "start")
         first = start[0]
         if not (5 <= first["step"] < 10 and first["trigger"] == "change" and first["plan"][1] < first["plan"][0]):
             fail(f"unbalanced start: first decision {first}, expected one before step 10 moving batch off rank 1")
