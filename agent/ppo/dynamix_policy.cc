@@ -13,6 +13,7 @@
 #include "agent/ppo/moves.h"
 #include "agent/ppo/ppo_learner.h"
 #include "framework/core/error.h"
+#include "framework/core/strings.h"
 
 namespace dynamix {
 namespace {
@@ -84,6 +85,26 @@ std::vector<double> change_centres(const std::vector<RankTimeModels::Reading>& r
   return centre;
 }
 
+// Whether moving from `current` to `next` gains more over the coming `horizon` steps than a plan
+// change costs (`cost_steps`, SwitchCost): the gain is the drop of the slowest rank's forecast
+// compute time (the last window's models), in steps of the current one. A global batch that
+// changes (adaptive B) always pays: the plan must follow it. `gain_steps` receives the gain.
+bool move_pays(const BalanceView& view, const std::vector<int32_t>& current, const std::vector<int32_t>& next,
+               int32_t horizon, double cost_steps, double* gain_steps) {
+  *gain_steps = 0;
+  if (view.forecast.size() != current.size() || next.size() != current.size()) return true;
+  if (std::accumulate(current.begin(), current.end(), 0LL) != std::accumulate(next.begin(), next.end(), 0LL))
+    return true;
+  double t_now = 0, t_next = 0;
+  for (size_t i = 0; i < current.size(); ++i) {
+    t_now = std::max(t_now, view.forecast[i].at(current[i]));
+    t_next = std::max(t_next, view.forecast[i].at(next[i]));
+  }
+  if (!(t_now > 0) || !std::isfinite(t_now) || !std::isfinite(t_next)) return true;
+  *gain_steps = horizon * (t_now - t_next) / t_now;
+  return *gain_steps > cost_steps;
+}
+
 }  // namespace
 
 std::vector<double> DynamixPolicy::expected_compute(const std::vector<int32_t>& plan) const {
@@ -94,6 +115,7 @@ std::vector<double> DynamixPolicy::expected_compute(const std::vector<int32_t>& 
 }
 
 bool DynamixPolicy::wants_decision(const std::vector<double>& compute_s) {
+  switch_cost_.observe(compute_s);
   if (start_.armed()) return start_.observe(compute_s);
   const bool tracking_due = cadence_.observe(models_.tracking());
   if (alarm_.observe(compute_s)) {
@@ -196,6 +218,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
       prev_batches_.clear();
       reward_.reset();
       models_.reset();
+      switch_cost_.reset();
     }
     models_.observe(s);
     // A decision the change alarm asked for moves only where the window's mean confirms a change
@@ -245,9 +268,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
 
     // Act: sample while learning, argmax otherwise; every rank takes the move toward its proposal.
     // An unconfirmed alarm holds (recorded as the hold move when learning: a constrained action).
-    const int64_t action = unconfirmed ? int64_t{kHold}
-                           : learn_    ? sample(logp)
-                                       : logp.argmax().item<int64_t>();
+    int64_t action = unconfirmed ? int64_t{kHold} : learn_ ? sample(logp) : logp.argmax().item<int64_t>();
     const MoveSpec& move = kMoveSpecs[action];
     std::vector<double> desired(n);
     plan.actions.assign(n, static_cast<double>(action));
@@ -272,6 +293,11 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     plan.note = std::move(projected.note);
     if (!view.note.empty()) plan.note = view.note + (plan.note.empty() ? "" : "; " + plan.note);
     if (unconfirmed) plan.note = "change alarm not borne out by the window's mean: plan kept";
+    // A move that does not pay for the plan change it costs is not taken (recorded as the hold
+    // move when learning, as above). A confirmed change is always followed.
+    if (!(asked_by_alarm && restarted) && keep_unpaid_move(view, current, window_steps(s), plan))
+      action = kHold;
+    switch_cost_.decided(plan.batch_sizes != current);
 
     if (learn_) {
       pending_ = std::make_unique<Transition>();
@@ -290,6 +316,20 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     return fallback(s, current,
                     std::string("dynamix: ") + (c10_error ? c10_error->what_without_backtrace() : e.what()));
   }
+}
+
+bool DynamixPolicy::keep_unpaid_move(const BalanceView& view, const std::vector<int32_t>& current,
+                                     int32_t horizon, BatchPlan& plan) const {
+  const double cost = switch_cost_.cost();
+  double gain = 0;
+  if (!(cost > 0) || plan.batch_sizes == current ||
+      move_pays(view, current, plan.batch_sizes, horizon, cost, &gain))
+    return false;
+  plan.batch_sizes = current;
+  plan.actions.assign(current.size(), static_cast<double>(kHold));
+  plan.note = "move worth " + format_number("%.2f", gain) + " steps over the window, a plan change costs " +
+              format_number("%.2f", cost) + ": plan kept";
+  return true;
 }
 
 int64_t DynamixPolicy::sample(const torch::Tensor& logp) {
@@ -322,6 +362,7 @@ BatchPlan DynamixPolicy::fallback(const ClusterState& s, const std::vector<int32
   prev_batches_ = current;
   last_safe_ = plan.batch_sizes;
   alarm_.arm({});  // no model to compare against until a decision succeeds
+  switch_cost_.decided(plan.batch_sizes != current);
   log(plan.note);
   return plan;
 }
@@ -409,6 +450,7 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
   reward_.reset();
   models_.reset();
   cadence_.reset();
+  switch_cost_.reset();  // each episode measures its own (a simulated cluster's cost is its own)
   alarm_.arm({});
   alarm_raised_ = false;  // a request from the episode's last steps is not the next episode's
   start_.arm();           // the next episode starts from its own guess

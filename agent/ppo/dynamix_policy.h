@@ -19,6 +19,7 @@
 #include "agent/ppo/state_encoder.h"
 #include "agent/rank_models.h"
 #include "agent/start_check.h"
+#include "agent/switch_cost.h"
 #include "agent/tracking_cadence.h"
 
 namespace at {
@@ -58,7 +59,8 @@ class DynamixPolicy : public BatchPolicy {
   BatchPlan decide(const ClusterState& state) override;
   // Before a run's first decision: ranks whose compute times under the starting plan clearly
   // differ by 25 % ask for it at once (StartCheck). After: a rank that runs 2x off its fitted
-  // time for 3 steps in a row does (ChangeAlarm).
+  // time for 3 steps in a row does (ChangeAlarm). Every step also scores what the last plan
+  // change cost (SwitchCost).
   bool wants_decision(const std::vector<double>& compute_s) override;
 
   // Training checkpoint: weights, optimiser, normaliser, config, reward reference, counters.
@@ -103,6 +105,10 @@ class DynamixPolicy : public BatchPolicy {
   double target_batch(const ClusterState& state, const std::vector<int32_t>& current) const;
   // Samples/s of the balanced plan predicted by the fitted models (0 when unknown).
   double estimated_ideal(const ClusterState& state, const BalanceView& view) const;
+  // Keeps `current` in `plan` (as the hold move, with a note) where the planned move's forecast
+  // gain over `horizon` steps does not pay for a plan change (SwitchCost); true if it did.
+  bool keep_unpaid_move(const BalanceView& view, const std::vector<int32_t>& current, int32_t horizon,
+                        BatchPlan& plan) const;
   // Each rank's fitted compute time under `plan`, for the change alarm (empty: models not ready).
   std::vector<double> expected_compute(const std::vector<int32_t>& plan) const;
   static constexpr double kGoodputMinGain = 0.01;
@@ -121,6 +127,7 @@ class DynamixPolicy : public BatchPolicy {
   StartCheck start_;
   ChangeAlarm alarm_;
   bool alarm_raised_ = false;  // the next decision is the one the alarm asked for
+  SwitchCost switch_cost_;
   TrackingCadence cadence_;
   RewardTracker reward_;
   RewardTerms last_reward_;

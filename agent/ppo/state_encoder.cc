@@ -260,7 +260,8 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   for (size_t i = 0; i < n; ++i) {  // the mean time of the slowest rank, the noise factor left out
     v.predicted_compute_s = std::max(v.predicted_compute_s, same_speed[i] * models.models()[i].at(v.slow[i]));
   }
-  const std::vector<RankTimeModels::Model> forecast = last_window_forecast(s, models);
+  v.forecast = last_window_forecast(s, models);
+  const std::vector<RankTimeModels::Model>& forecast = v.forecast;
   double rate_sum = 0;
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = s.nodes[i];

@@ -19,8 +19,11 @@ struct BalanceView {
   double global_batch = 0;
   std::vector<double> slow, fast, proportional;
   double predicted_compute_s = 0;  // balanced compute time of the slow proposal (0 if unknown)
-  bool ready = false;              // every rank has a model; otherwise every proposal = current
-  std::string note;                // a rule that shaped the proposals, for decisions.jsonl
+  // Each rank's fitted model rescaled to its last window (the fast proposal's forecast; empty
+  // when not ready): what the next window's compute time at a given batch is predicted to be.
+  std::vector<RankTimeModels::Model> forecast;
+  bool ready = false;  // every rank has a model; otherwise every proposal = current
+  std::string note;    // a rule that shaped the proposals, for decisions.jsonl
 };
 BalanceView balance_view(const ClusterState& state, const RankTimeModels& models, double global_batch);
 

@@ -87,6 +87,7 @@ ClusterState ClusterSimulator::reset(BatchPolicy* listener) {
   prev_loss_ = 0;
   std::fill(slowdown_.begin(), slowdown_.end(), 1.0);
   plan_ = initial_plan_;
+  switched_.assign(size_t(n_), 0);
   simulate(window_, listener);
   return make_state();
 }
@@ -101,6 +102,8 @@ ClusterState ClusterSimulator::step_window(const BatchPlan& plan, BatchPolicy* l
                                                                " batch " + std::to_string(b[size_t(i)]) +
                                                                ", outside [1, " + std::to_string(hi) + "]");
   }
+  switched_.resize(size_t(n_));
+  for (size_t i = 0; i < size_t(n_); ++i) switched_[i] = b[i] != plan_[i];
   plan_ = b;
   ++window_index_;
   simulate(window_ - totals_.steps % window_, listener);  // to the next regular decision
@@ -161,6 +164,7 @@ void ClusterSimulator::simulate(int64_t steps, BatchPolicy* listener) {
     double max_c = 0;
     for (int32_t i = 0; i < n_; ++i) {
       c[i] = (alpha[i] + beta[i] * b[i]) * slowdown_[size_t(i)] * rng_.lognormal_factor(noise[i]);
+      if (s == 0 && switched_[size_t(i)]) c[i] *= 1 + w.switch_cost;  // the first step at a new batch
       max_c = std::max(max_c, c[i]);
     }
     double wait = 0;

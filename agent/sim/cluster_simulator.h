@@ -76,6 +76,7 @@ class ClusterSimulator {
   SimConfig config_;
   BatchBounds bounds_;
   std::vector<int32_t> initial_plan_, plan_;
+  std::vector<char> switched_;  // ranks whose batch the last plan changed (their next step pays)
   int64_t window_;
   int32_t n_;
   double comm_s_ = 0;

@@ -49,7 +49,8 @@ std::vector<YamlReader::Field> workload_fields(const YamlReader& r, SimWorkload&
           {"b_noise_growth", at_least(w.b_noise_growth, 0, true)},
           {"target_progress", at_least(w.target_progress, 0, true)},
           {"noise", at_least(w.noise, 0, false)},
-          {"grad_noise", at_least(w.grad_noise, 0, false)}};
+          {"grad_noise", at_least(w.grad_noise, 0, false)},
+          {"switch_cost", at_least(w.switch_cost, 0, false)}};
 }
 
 void set_speeds(SimConfig& c, const std::vector<double>& speeds) {

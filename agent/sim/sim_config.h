@@ -18,6 +18,9 @@ struct SimWorkload {
   double target_progress = 5000;  // equivalent small-batch steps that end the run
   double noise = 0.05;            // relative std of each rank's compute time per step
   double grad_noise = 0.1;        // relative std of reported squared gradient norms
+  // Extra compute of a rank's first step at a changed batch, as a share of that step (new tensor
+  // shapes cost time on real devices; 0.3-1.0 on the README demo's CPU ranks, RESULTS §1).
+  double switch_cost = 0;
 };
 
 // A change of compute speed: ranks run `slowdown` times slower from at_step on, for duration_steps

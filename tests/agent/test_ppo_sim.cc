@@ -348,6 +348,48 @@ TEST(ShippedPolicy, AChangeLiftsTheLimitOnlyWhereItHappened) {
   EXPECT_GT(plan[2], 72) << shown;  // more than half again: the common factor moved its band
 }
 
+// A plan change costs time on real devices (the first step at a new batch runs slower): on the
+// README demo's cluster with noisy, wandering ranks, where small moves chase noise, the policy
+// measures that cost (SwitchCost) and keeps its plan unless a move's forecast gain over the window
+// pays for it. Same cluster without the cost: it measures none and moves as before.
+struct SwitchRun {
+  int changes = 0, kept = 0;
+  double ideal_fraction = 0;
+};
+SwitchRun run_with_switch_cost(double switch_cost) {
+  SimConfig c = nodes_at({1.0, 1.0, 1 / 1.5, 1 / 2.5}, 17, 0.15);
+  c.workload.switch_cost = switch_cost;
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> slower(1.0, 1.15);
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    for (int64_t at = 15 * rank; at < 2400; at += 60) c.events.push_back({at, {rank}, slower(rng), 60, 0});
+  }
+  ClusterSimulator sim(c, bounds(128), {32}, 20);
+  DynamixPolicy policy(shipped());
+  ClusterState s = sim.reset(&policy);
+  SwitchRun run;
+  std::vector<int32_t> last(4, 32);
+  while (s.global.step < 2000) {
+    const BatchPlan p = policy.decide(s);
+    run.changes += p.batch_sizes != last;
+    run.kept += p.note.find("a plan change costs") != std::string::npos;
+    last = p.batch_sizes;
+    s = sim.step_window(p, &policy);
+  }
+  run.ideal_fraction = sim.totals().ideal_fraction();
+  return run;
+}
+
+TEST(ShippedPolicy, MovesThatDoNotPayForAPlanChangeAreNotTaken) {
+  const SwitchRun free = run_with_switch_cost(0), costly = run_with_switch_cost(1.0);
+  std::cout << "switch cost 0: " << free.changes << " plan changes, " << free.kept
+            << " moves kept back, ideal " << free.ideal_fraction << "; switch cost 1 step: " << costly.changes
+            << " changes, " << costly.kept << " kept back, ideal " << costly.ideal_fraction << "\n";
+  EXPECT_GT(costly.kept, 0);
+  EXPECT_LT(2 * costly.changes, free.changes);
+  EXPECT_GT(costly.ideal_fraction, 0.85);  // still balanced
+}
+
 // Decisions the shipped policy takes over 1200 simulated steps of `c` (regular window 20), and
 // how many of those in the second half came on windows of at most 6 steps.
 struct Cadence {

@@ -97,6 +97,31 @@ workload: {alpha_s: 0.01, beta_s: 0.001, grad_bytes: 1e8, bandwidth_gbps: 10, la
   EXPECT_EQ(one.comm_time(), 0);
 }
 
+// A rank whose batch a plan changes computes its first step at the new batch (1 + switch_cost)
+// times as long; ranks whose batch stays, and the steps after, do not.
+TEST(SimClusterTest, APlanChangeCostsTheChangedRanksTheirFirstStep) {
+  const SimConfig c = parse_sim_config(R"(
+nodes: 2
+workload: {alpha_s: 0, beta_s: 0.001, grad_bytes: 0, latency_us: 0, noise: 0, switch_cost: 0.5,
+           target_progress: 1e9}
+)");
+  ClusterSimulator sim(c, bounds(true, 0), {32}, 4);
+  sim.reset();
+  const double before = sim.sim_time();
+  EXPECT_NEAR(before, 4 * 0.032, 1e-12);  // the starting plan is not a change
+  ClusterState s = sim.step_window(plan_of({40, 24}));
+  // Rank 0 (40) is the slowest: 1.5 x 0.040 on its first step, then 0.040.
+  EXPECT_NEAR(sim.sim_time() - before, 0.060 + 3 * 0.040, 1e-12);
+  EXPECT_NEAR(s.nodes[1].compute_s, (1.5 * 0.024 + 3 * 0.024) / 4, 1e-12);
+  const double mid = sim.sim_time();
+  s = sim.step_window(plan_of({40, 24}));  // the same plan: no cost
+  EXPECT_NEAR(sim.sim_time() - mid, 4 * 0.040, 1e-12);
+  const double last = sim.sim_time();
+  s = sim.step_window(plan_of({41, 23}));
+  EXPECT_NEAR(sim.sim_time() - last, 1.5 * 0.041 + 3 * 0.041, 1e-12);
+  EXPECT_NEAR(s.nodes[1].compute_s, (1.5 * 0.023 + 3 * 0.023) / 4, 1e-12);
+}
+
 TEST(SimClusterTest, PermanentAndTransientSlowdowns) {
   const SimConfig c = parse_sim_config(R"(
 nodes: 4

@@ -65,6 +65,8 @@ TEST(SimConfigTest, ErrorsNameTheKey) {
   EXPECT_NE(error_of("nodes: 0").find("sim.nodes"), std::string::npos);
   EXPECT_NE(error_of("workload: {beta_s: -1}").find("sim.workload.beta_s"), std::string::npos);
   EXPECT_NE(error_of("workload: {noise: abc}").find("sim.workload.noise"), std::string::npos);
+  EXPECT_NE(error_of("workload: {switch_cost: -0.1}").find("sim.workload.switch_cost"), std::string::npos);
+  EXPECT_EQ(parse_sim_config("workload: {switch_cost: 0.4}").workload.switch_cost, 0.4);
   EXPECT_NE(error_of("{nodes: 8, profile: hetero4}").find("sim.profile"), std::string::npos);
   EXPECT_NE(error_of("profile: {classes: [{count: 2, speed: 0}]}").find("sim.profile.classes[0].speed"),
             std::string::npos);

@@ -94,12 +94,41 @@ def recurring_interference(d):
         fail("recurring interference: no decision says it held the slow phase's plan")
 
 
+def plan_changes(out):
+    plans = [json.loads(line)["plan"] for line in (out / "decisions.jsonl").open()]
+    return sum(1 for a, b in zip(plans, plans[1:]) if a != b), plans
+
+
+def switch_cost(d):
+    """A plan change that costs time (`sim.workload.switch_cost`, the demo's cluster at 15 % noise,
+    configs/agent_suite/static_hetero4_switch.yaml): the shipped policy measures it and keeps its
+    plan where a move does not pay for it, saying so in decisions.jsonl; with the cost set to 0
+    on the same cluster it measures none and moves more often."""
+    config = SOURCE_DIR / "configs/agent_suite/static_hetero4_switch.yaml"
+    changes = {}
+    for cost in ("0.5", "0"):
+        out = d / f"switch_{cost}"
+        r = run([DYNAMIX, "sim", "--config", str(config), "--policies", "dynamix", "--set", f"output.dir={out}",
+                 "--set", f"sim.workload.switch_cost={cost}"])
+        if r.returncode != 0:
+            fail(f"sim with switch_cost {cost}: exit {r.returncode}\n{r.stderr[-2000:]}")
+        changes[cost], _ = plan_changes(out / "dynamix")
+        notes = [json.loads(line).get("note", "") for line in (out / "dynamix" / "decisions.jsonl").open()]
+        kept = sum("a plan change costs" in n for n in notes)
+        print(f"switch cost {cost}: {changes[cost]} plan changes, {kept} moves kept back")
+        if cost != "0" and kept == 0:
+            fail(f"switch cost {cost}: no decision says a move did not pay for the plan change")
+    if not changes["0.5"] < changes["0"]:
+        fail(f"a plan change that costs time changed the plan as often: {changes}")
+
+
 def main():
     with TempDir() as d:
         bad_inputs(d)
         sim_uses_shipped_policy(d)
         eval_command(d)
         recurring_interference(d)
+        switch_cost(d)
         rebuilds_shipped_policy(d)
     print("agent policy e2e: passed")
 
