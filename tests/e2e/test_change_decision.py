@@ -66,6 +66,67 @@ def median_of(ratio, steps):
     return v[len(v) // 2]
 
 
+def change_problem(dec):
+    """What is wrong with the decisions of the run where rank 1 slows 5x at step 23 (None: all
+    right). Step 23 leaves the alarm (3 steps) and the decision's latency (2 steps) two steps of
+    slack before the regular decision at step 30."""
+    early = [x for x in dec if x["trigger"] == "change"]
+    if not [x for x in early if 23 < x["step"] < 30 and x["plan"][1] < x["plan"][0]]:
+        return (f"no decision moving batch off rank 1 between the change at step 23 and step 30: "
+                f"{[(x['step'], x['trigger'], x['plan']) for x in dec]}")
+    for x in dec:
+        if (x["step"] % 10 == 0) != (x["trigger"] == "window"):
+            return f"trigger does not match the step: {x}"
+    if not dec[-1]["plan"][1] < dec[-1]["plan"][0]:
+        return f"batch kept on the slowed rank 1: final plan {dec[-1]['plan']}"
+    return None
+
+
+def check_change_followed(d):
+    """Real step times on a shared 2-core machine: a miss is measured once more from a new run (a
+    clean-clone suite's machine load once brought a noise alarm at step 22, whose kept plan left
+    the alarm re-armed too late for step 30); a policy that does not follow the change misses both."""
+    for attempt in (1, 2):
+        dec = train(d, "dynamix", name=f"dynamix{attempt}")
+        problem = change_problem(dec)
+        if problem is None:
+            print(f"dynamix decided at steps {[x['step'] for x in dec]}; final plan {dec[-1]['plan']}")
+            return
+        print(f"attempt {attempt}: {problem}")
+    fail(f"dynamix, 2 runs: {problem}")
+
+
+def start_ratio(out):
+    """Median over steps 2-9 (the first is set aside) of rank 1's compute time over rank 0's."""
+    ratios = sorted(m["compute_time"][1] / m["compute_time"][0]
+                    for m in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if 2 <= m["step"] <= 9)
+    return ratios[len(ratios) // 2]
+
+
+def check_unbalanced_start(d):
+    """Unbalanced from the start (rank 1 6x slower): the first decision comes before step 10 and
+    moves batch off rank 1 (the first step is set aside, then 3 steps at least). The premise is a
+    clear imbalance, and on a loaded 2-core machine the emulation does not always make one: with
+    3x, rank 1 measured 1.4-1.7x rank 0 in some runs; with 6x, a clean-clone suite once saw window
+    means of 90 against 47 ms (CI and 2026-11-28). StartCheck rightly waits on such steps, so a run
+    whose steps show rank 1 under 3x rank 0 (median of steps 2-9) is run again, up to 3 runs; a
+    run with a clear imbalance and no early decision fails, and so do 3 runs without one."""
+    ratio = 0
+    for attempt in (1, 2, 3):
+        start = train(d, "dynamix", CONFIG.replace("slowdown: [1, 1]", "slowdown: [1, 6]"), f"start{attempt}")
+        ratio = start_ratio(d / f"start{attempt}")
+        first = start[0]
+        if ratio < 3:
+            print(f"unbalanced start, run {attempt}: rank 1 measured only {ratio:.2f}x rank 0; run again")
+            continue
+        if not (5 <= first["step"] < 10 and first["trigger"] == "change" and first["plan"][1] < first["plan"][0]):
+            fail(f"unbalanced start (rank 1 {ratio:.2f}x rank 0): first decision {first}, expected one before "
+                 f"step 10 moving batch off rank 1")
+        print(f"unbalanced start: rank 1 {ratio:.2f}x rank 0, first decision at step {first['step']}, plan {first['plan']}")
+        return
+    fail(f"unbalanced start: the 6x emulated slowdown never measured 3x in 3 runs (last {ratio:.2f}x)")
+
+
 def check_drift(d):
     """The drift's ratio peaks half-way through each period and is lowest at each period's start.
     (The peak is what a 4x step change shows on 2 ranks here, about 2.7: rank 0's measured compute
@@ -112,23 +173,7 @@ def check_jitter(d):
 
 def main():
     with TempDir() as d:
-        dec = train(d, "dynamix")
-        early = [x for x in dec if x["trigger"] == "change"]
-        steps = [x["step"] for x in dec]
-        # Step 23 leaves the alarm (3 steps) and the decision's latency (2 steps) two steps of
-        # slack before the regular decision at step 30: one noisy step on a loaded 2-core VM
-        # (seen in CI with the change at step 25) does not turn it into the window's decision.
-        moved = [x for x in early if 23 < x["step"] < 30 and x["plan"][1] < x["plan"][0]]
-        if not moved:
-            fail(f"dynamix: no decision moving batch off rank 1 between the change at step 23 and step 30: "
-                 f"{[(x['step'], x['trigger'], x['plan']) for x in dec]}")
-        for x in dec:
-            if (x["step"] % 10 == 0) != (x["trigger"] == "window"):
-                fail(f"trigger does not match the step: {x}")
-        final = dec[-1]["plan"]
-        if not final[1] < final[0]:
-            fail(f"dynamix kept batch on the slowed rank 1: final plan {final}")
-        print(f"dynamix decided at steps {steps}; final plan {final}")
+        check_change_followed(d)
 
         # The alarm fires after step 30, a regular decision step: that decision answers it, and
         # no second decision follows at step 31.
@@ -136,15 +181,7 @@ def main():
         if decisions_right_after_a_regular_one(aligned):
             fail(f"a decision one step after another: {[(x['step'], x['trigger']) for x in aligned]}")
 
-        # Unbalanced from the start: the first decision comes before step 10 and moves batch off
-        # rank 1 (the first step is set aside, then 3 steps at least). 6x: with 3x, rank 1's
-        # measured compute was 1.4-1.7x rank 0's on this 2-core VM in some runs, and noisy
-        # enough that StartCheck rightly waited (CI, 2026-11-28).
-        start = train(d, "dynamix", CONFIG.replace("slowdown: [1, 1]", "slowdown: [1, 6]"), "start")
-        first = start[0]
-        if not (5 <= first["step"] < 10 and first["trigger"] == "change" and first["plan"][1] < first["plan"][0]):
-            fail(f"unbalanced start: first decision {first}, expected one before step 10 moving batch off rank 1")
-        print(f"unbalanced start: first decision at step {first['step']}, plan {first['plan']}")
+        check_unbalanced_start(d)
 
         check_drift(d)
         check_jitter(d)
