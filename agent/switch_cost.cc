@@ -45,7 +45,10 @@ void SwitchCost::observe(const std::vector<double>& compute_s) {
   if (!window_open_ || compute_s.empty()) return;
   double worst = 0;
   for (double t : compute_s) {
-    if (!(t > 0) || !std::isfinite(t)) return;  // an unusable step: the window is not scored
+    if (!(t > 0) || !std::isfinite(t)) {  // an unusable step: the window is not scored
+      window_open_ = false;
+      return;
+    }
     worst = std::max(worst, t);
   }
   critical_.push_back(worst);

@@ -67,6 +67,12 @@ TEST(SwitchCost, ShortWindowsAndBadStepsAreNotScored) {
   cost.decided(false);
   EXPECT_EQ(cost.changes_seen(), 0);
   EXPECT_EQ(cost.cost(), 0.0);
+  for (int w = 0; w < 10; ++w) {  // one bad step in a window: the later ones are not its first
+    cost.decided(true);
+    for (int s = 0; s < 20; ++s) cost.observe({0.01 * (s == 1 ? 3 : 1), s == 0 ? -1.0 : 0.01});
+  }
+  cost.decided(false);
+  EXPECT_EQ(cost.changes_seen(), 0);
   cost.reset();
   EXPECT_EQ(cost.changes_seen(), 0);
 }
