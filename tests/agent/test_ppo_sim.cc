@@ -49,6 +49,16 @@ SimConfig nodes_at(std::vector<double> speeds, uint64_t seed, double noise = 0.0
 
 SimConfig four_nodes(uint64_t seed) { return nodes_at({1.0, 1.0, 0.5, 0.25}, seed); }
 
+// Ranks whose speeds wander, as ranks sharing cores do: each of 4 ranks up to `max_slower` times
+// slower for three 20-step windows at a time, staggered by 15 steps, over 2400 steps.
+void add_wandering(SimConfig& c, uint64_t seed, double max_slower) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> slower(1.0, max_slower);
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    for (int64_t t = 15 * rank; t < 2400; t += 60) c.events.push_back({t, {rank}, slower(rng), 60, 0});
+  }
+}
+
 BatchBounds bounds(int32_t global = 128) {
   BatchBounds b;
   b.min = 1;
@@ -177,11 +187,7 @@ TEST(ShippedPolicy, HomogeneousClusterWithNoiseKeepsItsPlan) {
 // (0.9731; v2.11 made 26 changes, before the drift forecast of item 14).
 TEST(ShippedPolicy, EqualRanksWhoseSpeedsWanderAreNotChased) {
   SimConfig c = nodes_at(std::vector<double>(4, 1.0), 13, 0.05);
-  std::mt19937_64 rng(5);
-  std::uniform_real_distribution<double> slower(1.0, 1.1);
-  for (int32_t rank = 0; rank < 4; ++rank) {
-    for (int64_t at = 15 * rank; at < 2400; at += 60) c.events.push_back({at, {rank}, slower(rng), 60, 0});
-  }
+  add_wandering(c, 5, 1.1);
   ClusterSimulator sim(c, bounds(128), {32}, 20);
   DynamixPolicy policy(shipped());
   RankTimeModels::Options o;
@@ -215,11 +221,7 @@ TEST(ShippedPolicy, EqualRanksWhoseSpeedsWanderAreNotChased) {
 TEST(ShippedPolicy, AChangeWhileSpeedsWanderIsAbsorbedInOneDecision) {
   const int64_t at = 605;
   SimConfig c = nodes_at(std::vector<double>(4, 1.0), 13, 0.05);
-  std::mt19937_64 rng(5);
-  std::uniform_real_distribution<double> slower(1.0, 1.1);
-  for (int32_t rank = 0; rank < 4; ++rank) {
-    for (int64_t t = 15 * rank; t < 2400; t += 60) c.events.push_back({t, {rank}, slower(rng), 60, 0});
-  }
+  add_wandering(c, 5, 1.1);
   c.events.push_back({at, {1}, 4.0, 0, 0});
   ClusterSimulator sim(c, bounds(128), {32}, 20);
   DynamixPolicy policy(shipped());
@@ -359,11 +361,7 @@ struct SwitchRun {
 SwitchRun run_with_switch_cost(double switch_cost) {
   SimConfig c = nodes_at({1.0, 1.0, 1 / 1.5, 1 / 2.5}, 17, 0.15);
   c.workload.switch_cost = switch_cost;
-  std::mt19937_64 rng(3);
-  std::uniform_real_distribution<double> slower(1.0, 1.15);
-  for (int32_t rank = 0; rank < 4; ++rank) {
-    for (int64_t at = 15 * rank; at < 2400; at += 60) c.events.push_back({at, {rank}, slower(rng), 60, 0});
-  }
+  add_wandering(c, 3, 1.15);
   ClusterSimulator sim(c, bounds(128), {32}, 20);
   DynamixPolicy policy(shipped());
   ClusterState s = sim.reset(&policy);

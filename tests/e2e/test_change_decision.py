@@ -53,8 +53,13 @@ def drift_ratios(d, out):
     config = CONFIG.replace("events: [{at_step: 23, rank: 1, slowdown: 5.0}]",
                             "events: [{at_step: 0, rank: 1, slowdown: 4.0, period_steps: 20}]")
     train(d, "static", config, out)
+    return compute_ratios(d / out)
+
+
+def compute_ratios(out):
+    """rank 1 / rank 0 compute time per step of the run in `out` (metrics.jsonl)."""
     ratio = {}
-    for line in (d / out / "metrics.jsonl").read_text().splitlines():
+    for line in (out / "metrics.jsonl").read_text().splitlines():
         m = json.loads(line)
         ratio[m["step"]] = m["compute_time"][1] / m["compute_time"][0]
     return ratio
@@ -96,13 +101,6 @@ def check_change_followed(d):
     fail(f"dynamix, 2 runs: {problem}")
 
 
-def start_ratio(out):
-    """Median over steps 2-9 (the first is set aside) of rank 1's compute time over rank 0's."""
-    ratios = sorted(m["compute_time"][1] / m["compute_time"][0]
-                    for m in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if 2 <= m["step"] <= 9)
-    return ratios[len(ratios) // 2]
-
-
 def check_unbalanced_start(d):
     """Unbalanced from the start (rank 1 6x slower): the first decision comes before step 10 and
     moves batch off rank 1 (the first step is set aside, then 3 steps at least). The premise is a
@@ -114,7 +112,7 @@ def check_unbalanced_start(d):
     ratio = 0
     for attempt in (1, 2, 3):
         start = train(d, "dynamix", CONFIG.replace("slowdown: [1, 1]", "slowdown: [1, 6]"), f"start{attempt}")
-        ratio = start_ratio(d / f"start{attempt}")
+        ratio = median_of(compute_ratios(d / f"start{attempt}"), range(2, 10))  # the first step set aside
         first = start[0]
         if ratio < 3:
             print(f"unbalanced start, run {attempt}: rank 1 measured only {ratio:.2f}x rank 0; run again")
