@@ -464,5 +464,41 @@ TEST(BalanceView, NoiseBetweenEqualRanksIsNotTakenForSpeed) {
   }
 }
 
+// A run's first window, four ranks at 32: rank 1's window mean is 1.5x faster than the others',
+// every rank's mean known to 12 % (as on a real homogeneous run, ranks sharing 2 cores: one of
+// them held the free core for the whole window). Rank 1's balanced share is 42.7 of 32, a move of
+// log(42.7/32) = 0.29: two of its own standard errors (0.24) let it through, the bar for the
+// largest of four ranks' deviations, extremes_z(4) = 2.67 standard errors (0.32), holds it. A rank
+// 3x faster clears that bar, and so do the others' moves to make room.
+TEST(BalanceView, TheFirstWindowMovesOnlyWhatClearsTheNoiseOfTheLargestOfTheRanks) {
+  auto window = [](double rank1_compute_s) {
+    ClusterState s;
+    s.bounds.max.assign(4, 256);
+    s.bounds.global_batch = 128;
+    s.nodes.resize(4);
+    for (size_t i = 0; i < 4; ++i) {
+      NodeRecord& r = s.nodes[i];
+      r.batch_size = 32;
+      r.compute_s = r.compute_recent_s = i == 1 ? rank1_compute_s : 0.11;
+      r.compute_rel_se = i == 1 ? 0.10 : 0.12;
+      r.steps = 20;
+    }
+    return s;
+  };
+  RankTimeModels models;
+  ClusterState s = window(0.11 / 1.5);
+  models.observe(s);
+  BalanceView v = balance_view(s, models, 128);
+  ASSERT_TRUE(v.ready);
+  for (double b : v.slow) EXPECT_EQ(b, 32);
+
+  RankTimeModels clear;
+  s = window(0.11 / 3);
+  clear.observe(s);
+  v = balance_view(s, clear, 128);
+  EXPECT_GT(v.slow[1], 60);
+  EXPECT_LT(v.slow[0], 24);
+}
+
 }  // namespace
 }  // namespace dynamix
