@@ -8,6 +8,14 @@
 
 namespace dynamix {
 
+// A process's first steps pay one-time costs (allocations, lazy initialisation, thread pools,
+// kernel set-up): on the 2-core VM of the real runs (2026-11-28, 556 ranks of 150 runs) step 1
+// took a median 2.1x a steady step, step 2 also 2.1x (10 % of ranks 3.2x or more), step 3 1.07x.
+// The first window's record (WindowAccumulator) and StartCheck leave them out; with step 2 in,
+// the README demo's start read as noise (relative standard errors of 0.12-0.16 against 0.03
+// without it) and the first decision waited for the window's end.
+constexpr int32_t kStartupSteps = 2;
+
 // One rank's window summary. Fixed-size POD: gathered to rank 0 with one MPI_Gather of bytes.
 // Monitoring fields hold 0 where their source is unavailable (see monitor_source in summary.json).
 struct NodeRecord {

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 
 #include "framework/core/error.h"
 #include "framework/core/stats.h"
@@ -19,13 +18,16 @@ void StartCheck::arm() {
   sum_.clear();
   sum_sq_.clear();
   steps_ = 0;
-  seen_first_ = false;
+  startup_left_ = kStartupSteps;
   armed_ = true;
 }
 
 bool StartCheck::observe(const std::vector<double>& compute_s) {
   if (!armed_ || compute_s.size() < 2) return false;
-  if (!std::exchange(seen_first_, true)) return false;  // the process's first step: start-up costs
+  if (startup_left_ > 0) {  // the process's first steps: start-up costs (cluster_state.h)
+    --startup_left_;
+    return false;
+  }
   const bool usable =
       std::all_of(compute_s.begin(), compute_s.end(), [](double t) { return t > 0 && std::isfinite(t); });
   if (!usable) return false;

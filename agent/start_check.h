@@ -7,13 +7,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "agent/cluster_state.h"
+
 namespace dynamix {
 
 class StartCheck {
  public:
   struct Options {
     double spread = 1.25;   // slowest / fastest mean compute time that is worth a decision
-    int32_t min_steps = 3;  // steps it needs (after the first, which start-up costs inflate)
+    int32_t min_steps = 3;  // steps it needs (after the kStartupSteps that start-up costs inflate)
   };
   StartCheck() : StartCheck(Options{}) {}
   explicit StartCheck(Options options);
@@ -33,7 +35,7 @@ class StartCheck {
   std::vector<double> sum_, sum_sq_;
   std::vector<double> cv_;  // per-rank relative spread, kept: no allocation per step
   int32_t steps_ = 0;
-  bool seen_first_ = false;
+  int32_t startup_left_ = kStartupSteps;  // start-up steps still to set aside
   bool armed_ = true;
 };
 

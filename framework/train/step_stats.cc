@@ -50,8 +50,10 @@ StepExchange StepExchange::unpack(const std::vector<double>& summed, int world) 
 void WindowAccumulator::add(const StepExchange& ex, int rank, int32_t batch_size) {
   const auto r = static_cast<size_t>(rank);
   const LocalStep& l = ex.ranks[r];
-  if (set_aside_next_) first_set_aside_ = steps_.empty();
-  set_aside_next_ = false;
+  if (startup_left_ > 0) {
+    --startup_left_;
+    ++set_aside_;
+  }
   steps_.push_back({l.data_s, l.compute_s, ex.comm_s[r], ex.wait_s[r], l.optimizer_s, l.samples});
   batch_ = batch_size;
   sq_norm_ = l.local_sq_norm;
@@ -62,7 +64,7 @@ NodeRecord WindowAccumulator::take(int rank, int32_t batch_max) {
   rec.rank = rank;
   rec.batch_size = batch_;
   rec.batch_max = batch_max;
-  const size_t begin = first_set_aside_ && steps_.size() > 1 ? 1 : 0;
+  const size_t begin = steps_.empty() ? 0 : std::min(set_aside_, steps_.size() - 1);
   const size_t count = steps_.size() - begin;
   rec.steps = static_cast<int32_t>(count);
   if (count > 0) {
@@ -92,9 +94,9 @@ NodeRecord WindowAccumulator::take(int rank, int32_t batch_max) {
     rec.samples_per_s = sum.compute_s > 0 ? sum.samples / sum.compute_s : 0.0;
     rec.grad_sq_norm = sq_norm_;
   }
-  const bool keep = set_aside_next_;
+  const int32_t startup_left = startup_left_;
   *this = WindowAccumulator();
-  set_aside_next_ = keep;
+  startup_left_ = startup_left;
   return rec;
 }
 

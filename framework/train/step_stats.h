@@ -45,11 +45,11 @@ struct StepExchange {
 class WindowAccumulator {
  public:
   void add(const StepExchange& ex, int rank, int32_t batch_size);
-  // The next step added stays out of the window's record unless the window has no other step:
-  // the first step a process runs pays one-time costs (allocations, lazy initialisation, thread
-  // pools; 2.5 s against 0.08 s seen on the README demo) that would inflate the first window's
-  // times, and with them every policy's first fit.
-  void set_aside_next() { set_aside_next_ = true; }
+  // The next kStartupSteps steps added stay out of their window's record, but for the window's
+  // last step: the first steps a process runs pay one-time costs (cluster_state.h; 2.5 s against
+  // 0.08 s seen on the README demo) that would inflate the first window's times, and with them
+  // every policy's first fit.
+  void set_aside_startup() { startup_left_ = kStartupSteps; }
   // This rank's record for the window; resets the accumulator.
   NodeRecord take(int rank, int32_t batch_max);
   int64_t steps() const { return static_cast<int64_t>(steps_.size()); }
@@ -58,9 +58,9 @@ class WindowAccumulator {
   struct Step {
     double data_s, compute_s, comm_s, wait_s, optimizer_s, samples;
   };
-  std::vector<Step> steps_;  // this window's steps, for the means and the recent (last quarter) mean
-  bool set_aside_next_ = false;
-  bool first_set_aside_ = false;  // steps_[0] is left out of the record when it has company
+  std::vector<Step> steps_;   // this window's steps, for the means and the recent (last quarter) mean
+  int32_t startup_left_ = 0;  // start-up steps still to come
+  size_t set_aside_ = 0;      // this window's leading steps left out of the record
   int32_t batch_ = 0;
   double sq_norm_ = 0;
 };

@@ -354,7 +354,7 @@ bool Trainer::run() {
     }
   } end_line{console_.get()};
   if (console_) console_->begin(progress_.step);
-  window_.set_aside_next();  // this process's first step pays one-time costs (step_stats.h)
+  window_.set_aside_startup();  // this process's first steps pay one-time costs (step_stats.h)
   bool stopped = false;
   while (!finished()) {
     if (!step()) continue;  // out of memory: plan repaired, the same step again

@@ -61,16 +61,17 @@ TEST(StepExchange, WindowRecordsTheMeanOfItsLastQuarter) {
   EXPECT_EQ(recent_steps(3), 1);  // short windows: at least the last step
 }
 
-// The first step of a process (one-time costs) stays out of its window's record, unless it is the
-// window's only step; later windows are whole.
-TEST(StepExchange, TheFirstStepOfAProcessIsSetAside) {
+// The first kStartupSteps (2) steps of a process (one-time costs) stay out of their window's
+// record, but for the window's last step; later windows are whole.
+TEST(StepExchange, TheStartUpStepsOfAProcessAreSetAside) {
+  ASSERT_EQ(kStartupSteps, 2);
   auto step = [](double c) {
     LocalStep l{0.0, c, 0.0, 0.0, 1.0, 1.0, 1.0};
     return StepExchange::unpack(StepExchange::pack(l, 0, 1), 1);
   };
   WindowAccumulator acc;
-  acc.set_aside_next();
-  for (double c : {2.5, 0.1, 0.3}) acc.add(step(c), 0, 8);
+  acc.set_aside_startup();
+  for (double c : {2.5, 0.9, 0.1, 0.3}) acc.add(step(c), 0, 8);
   NodeRecord r = acc.take(0, 64);
   EXPECT_EQ(r.steps, 2);
   EXPECT_NEAR(r.compute_s, 0.2, 1e-12);
@@ -80,15 +81,21 @@ TEST(StepExchange, TheFirstStepOfAProcessIsSetAside) {
   EXPECT_EQ(r.steps, 2);  // later windows keep every step
   EXPECT_NEAR(r.compute_s, 1.3, 1e-12);
 
-  acc.set_aside_next();
-  acc.add(step(2.5), 0, 8);
+  acc.set_aside_startup();
+  for (double c : {2.5, 0.9}) acc.add(step(c), 0, 8);
   r = acc.take(0, 64);
-  EXPECT_EQ(r.steps, 1);  // alone in its window: kept
-  EXPECT_NEAR(r.compute_s, 2.5, 1e-12);
+  EXPECT_EQ(r.steps, 1);  // a window of start-up steps only keeps its last
+  EXPECT_NEAR(r.compute_s, 0.9, 1e-12);
 
-  acc.set_aside_next();  // asked for before a take with no step: still applies to the next step
+  acc.set_aside_startup();  // a window that ends after the first step: the second is set aside next
+  acc.add(step(2.5), 0, 8);
+  EXPECT_NEAR(acc.take(0, 64).compute_s, 2.5, 1e-12);
+  for (double c : {0.9, 0.1}) acc.add(step(c), 0, 8);
+  EXPECT_NEAR(acc.take(0, 64).compute_s, 0.1, 1e-12);
+
+  acc.set_aside_startup();  // asked for before a take with no step: still applies to the next steps
   acc.take(0, 64);
-  for (double c : {2.5, 0.1}) acc.add(step(c), 0, 8);
+  for (double c : {2.5, 0.9, 0.1}) acc.add(step(c), 0, 8);
   EXPECT_NEAR(acc.take(0, 64).compute_s, 0.1, 1e-12);
 }
 
