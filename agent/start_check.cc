@@ -54,7 +54,7 @@ bool StartCheck::observe(const std::vector<double>& compute_s) {
     hi = std::max(hi, mean);
   }
   std::nth_element(cv_.begin(), cv_.begin() + long(n / 2), cv_.end());
-  const double rel_se = cv_[n / 2] / std::sqrt(k);
+  const double rel_se = cv_[n / 2] / std::sqrt(k) * small_sample_widening(steps_ - 1);
   const double z = extremes_z(n);
   const double slow = hi * (1 - z * rel_se), fast = lo * (1 + z * rel_se);
   if (!(slow > 0) || slow < options_.spread * fast) return false;

@@ -15,7 +15,7 @@ class StartCheck {
  public:
   struct Options {
     double spread = 1.25;   // slowest / fastest mean compute time that is worth a decision
-    int32_t min_steps = 3;  // steps it needs (after the kStartupSteps that start-up costs inflate)
+    int32_t min_steps = 4;  // steps it needs (after the kStartupSteps that start-up costs inflate)
   };
   StartCheck() : StartCheck(Options{}) {}
   explicit StartCheck(Options options);
@@ -27,7 +27,10 @@ class StartCheck {
   bool armed() const { return armed_; }
   // One step's compute times, one per rank. True once, at the step where the slowest rank's mean
   // exceeds `spread` times the fastest's even with each moved z relative standard errors toward
-  // the other (the pooled step-to-step noise; z = 1 + sqrt(2 ln n) for the extremes of n ranks).
+  // the other (the pooled step-to-step noise; z = 1 + sqrt(2 ln n) for the extremes of n ranks),
+  // the standard error widened for the few steps it comes from (small_sample_widening): ranks
+  // sharing cores trade the free one for a few steps at a time, and 3 steps' spread alone let a
+  // real homogeneous run's start through (docs/AGENT.md, item 18).
   bool observe(const std::vector<double>& compute_s);
 
  private:
