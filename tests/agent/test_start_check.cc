@@ -101,7 +101,8 @@ TEST(SmallSampleWidening, IsStudentsTOverTheNormal) {
   EXPECT_NEAR(small_sample_widening(30), 2.042 / 1.96, 1e-12);
   EXPECT_NEAR(small_sample_widening(31), 2.0395 / 1.96, 2e-4);  // the tail's formula joins the table
   EXPECT_NEAR(small_sample_widening(120), 1.9799 / 1.96, 2e-4);
-  for (int64_t dof = 1; dof < 200; ++dof) EXPECT_GT(small_sample_widening(dof), small_sample_widening(dof + 1));
+  for (int64_t dof = 1; dof < 200; ++dof)
+    EXPECT_GT(small_sample_widening(dof), small_sample_widening(dof + 1));
   EXPECT_TRUE(std::isinf(small_sample_widening(0)));
 }
 
