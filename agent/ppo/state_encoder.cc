@@ -99,12 +99,18 @@ double memory_headroom(const NodeRecord& r) {
 void hold_first_window_noise(const RankTimeModels& models, const ClusterState& s,
                              std::vector<double>& proposal) {
   const size_t n = proposal.size();
+  auto first_window = [&](size_t i) {
+    const RankTimeModels::Reading& r = models.readings()[i];
+    return r.observations <= 1 && !r.restarted;
+  };
+  bool any = false;
+  for (size_t i = 0; i < n && !any; ++i) any = first_window(i);
+  if (!any) return;  // past the first window: no median of n to take at every decision
   std::vector<double> rel_se(n);
   for (size_t i = 0; i < n; ++i) rel_se[i] = s.nodes[i].compute_rel_se;
   const double pooled = median(rel_se), z = extremes_z(n);
   for (size_t i = 0; i < n; ++i) {
-    const RankTimeModels::Reading& r = models.readings()[i];
-    if (r.observations > 1 || r.restarted) continue;
+    if (!first_window(i)) continue;
     const double b = std::max(1, s.nodes[i].batch_size);
     if (std::fabs(std::log(proposal[i] / b)) < z * std::max(rel_se[i], pooled)) proposal[i] = b;
   }

@@ -103,7 +103,7 @@ def check_change_followed(d):
 
 def check_unbalanced_start(d):
     """Unbalanced from the start (rank 1 6x slower): the first decision comes before step 10 and
-    moves batch off rank 1 (the first two steps are set aside, then 3 steps at least). The premise is a
+    moves batch off rank 1 (the first two steps are set aside, then 4 steps at least). The premise is a
     clear imbalance, and on a loaded 2-core machine the emulation does not always make one: with
     3x, rank 1 measured 1.4-1.7x rank 0 in some runs; with 6x, a clean-clone suite once saw window
     means of 90 against 47 ms (CI and 2026-11-28). StartCheck rightly waits on such steps, so a run
