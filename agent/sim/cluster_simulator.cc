@@ -160,12 +160,14 @@ void ClusterSimulator::simulate(int64_t steps, BatchPolicy* listener) {
   int64_t end = steps;
   for (int64_t s = 0; s < end && !done(); ++s) {
     if (totals_.steps >= next_event_step_) update_slowdowns();
-    if (B != ideal_batch_) ideal_throughput_ = balanced_throughput(B), ideal_batch_ = B;
-    double max_c = 0;
+    if (B != ideal_batch_) balanced_compute(B, ideal_compute_), ideal_batch_ = B;
+    double max_c = 0, ideal_c = 0;
     for (int32_t i = 0; i < n_; ++i) {
-      c[i] = (alpha[i] + beta[i] * b[i]) * slowdown_[size_t(i)] * rng_.lognormal_factor(noise[i]);
+      const double draw = rng_.lognormal_factor(noise[i]);
+      c[i] = (alpha[i] + beta[i] * b[i]) * slowdown_[size_t(i)] * draw;
       if (s == 0 && switched_[size_t(i)]) c[i] *= 1 + w.switch_cost;  // the first step at a new batch
       max_c = std::max(max_c, c[i]);
+      ideal_c = std::max(ideal_c, ideal_compute_[size_t(i)] * draw);  // the balanced plan, same noise
     }
     double wait = 0;
     std::copy(c, c + n_, step_compute_.begin() + s * n_);
@@ -190,7 +192,7 @@ void ClusterSimulator::simulate(int64_t steps, BatchPolicy* listener) {
     ++totals_.steps;
     totals_.sim_time_s += step_time;
     totals_.samples += B;
-    totals_.ideal_time_s += B / ideal_throughput_;
+    totals_.ideal_time_s += ideal_c + comm_s_;
     totals_.wait_s += wait;
     totals_.progress += 1 / (1 + noise_scale / B);
     if (totals_.progress >= w.target_progress && totals_.time_to_target_s < 0) {
@@ -258,9 +260,9 @@ ClusterState ClusterSimulator::make_state() {
   return st;
 }
 
-double ClusterSimulator::balanced_throughput(double global_batch) const {
+void ClusterSimulator::balanced_compute(double global_batch, std::vector<double>& compute) const {
   // Equal finish time T: b_i = clamp((T - a_i)/c_i, lo, hi_i) with a_i, c_i the slowed-down alpha
-  // and beta. The sum is increasing in T: bisection; the step lasts max_i a_i + c_i·b_i.
+  // and beta. The sum is increasing in T: bisection.
   const double lo = std::max(1, bounds_.min);
   auto a = [&](int32_t i) { return config_.alpha_s[size_t(i)] * slowdown_[size_t(i)]; };
   auto c = [&](int32_t i) { return config_.beta_s[size_t(i)] * slowdown_[size_t(i)]; };
@@ -278,9 +280,14 @@ double ClusterSimulator::balanced_throughput(double global_batch) const {
     for (int32_t i = 0; i < n_; ++i) total += share(i, T);
     (total < global_batch ? t_lo : t_hi) = T;
   }
-  double step = 0;
-  for (int32_t i = 0; i < n_; ++i) step = std::max(step, a(i) + c(i) * share(i, t_hi));
-  return global_batch / (step + comm_s_);
+  compute.resize(size_t(n_));
+  for (int32_t i = 0; i < n_; ++i) compute[size_t(i)] = a(i) + c(i) * share(i, t_hi);
+}
+
+double ClusterSimulator::balanced_throughput(double global_batch) const {
+  std::vector<double> compute;
+  balanced_compute(global_batch, compute);
+  return global_batch / (*std::max_element(compute.begin(), compute.end()) + comm_s_);
 }
 
 }  // namespace dynamix

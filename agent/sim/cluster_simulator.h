@@ -23,10 +23,13 @@ struct SimTotals {
   double samples = 0;            // sum over steps of B
   double wait_s = 0;             // sum over steps and ranks of straggler wait
   double progress = 0;           // equivalent small-batch steps done
-  double ideal_time_s = 0;       // time the load-balanced plan would have taken for the same samples
+  // Time the load-balanced plan would have taken for the same global batches, its step by step
+  // under the same noise draws: noise the plan cannot remove is not counted against it.
+  double ideal_time_s = 0;
   int32_t nodes = 0;
   double mean_throughput() const { return sim_time_s > 0 ? samples / sim_time_s : 0; }
-  // Throughput as a fraction of the load-balanced ideal at the same global batches.
+  // Throughput as a fraction of the load-balanced plan's at the same global batches and noise
+  // (it may pass 1 by a little: under noise, balanced means are not always the fastest plan).
   double ideal_fraction() const { return sim_time_s > 0 ? ideal_time_s / sim_time_s : 0; }
   // Fraction of rank-time spent waiting for the slowest rank.
   double mean_wait_fraction() const { return sim_time_s > 0 ? wait_s / (double(nodes) * sim_time_s) : 0; }
@@ -65,6 +68,8 @@ class ClusterSimulator {
   // Throughput (samples/s) of global batch B split so that every rank's noiseless compute ends
   // together under the current slowdowns, within the batch bounds: the load-balanced ideal.
   double balanced_throughput(double global_batch) const;
+  // Each rank's noiseless compute time (s) under that balanced split of `global_batch`.
+  void balanced_compute(double global_batch, std::vector<double>& compute) const;
 
  private:
   static constexpr int64_t kDriftSamples = 50;  // slowdown updates per drift cycle
@@ -89,7 +94,8 @@ class ClusterSimulator {
   int64_t next_event_step_ = 0;
   double prev_loss_ = 0;
   std::vector<double> slowdown_;
-  double ideal_batch_ = -1, ideal_throughput_ = 0;  // balanced_throughput cache (slowdowns, B)
+  double ideal_batch_ = -1;            // B of ideal_compute_; -1 after the slowdowns change
+  std::vector<double> ideal_compute_;  // balanced_compute(ideal_batch_)
 
   // Per-window accumulators, sized once.
   std::vector<double> compute_, sum_compute_, sum_compute_sq_, sum_wait_;

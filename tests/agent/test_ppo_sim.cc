@@ -183,8 +183,9 @@ TEST(ShippedPolicy, HomogeneousClusterWithNoiseKeepsItsPlan) {
 // The last window forecasts the next better than the models in a quarter of the windows
 // (tracking()); there the plan moves only where its predicted gain clears persistence's own
 // forecast error. Following every window instead (v2.10) changed the plan in 68 of 120 windows,
-// by up to 4 of 32, for the same throughput (0.9734 of the ideal either way): now 29, by up to 2
-// (0.9731; v2.11 made 26 changes, before the drift forecast of item 14).
+// by up to 4 of 32, for the same throughput (0.9734 of the noiseless ideal either way): now 29, by
+// up to 2 (0.9731; 0.996 of the balanced plan under the same noise; v2.11 made 26 changes, before
+// the drift forecast of item 14).
 TEST(ShippedPolicy, EqualRanksWhoseSpeedsWanderAreNotChased) {
   SimConfig c = nodes_at(std::vector<double>(4, 1.0), 13, 0.05);
   add_wandering(c, 5, 1.1);
@@ -385,7 +386,7 @@ TEST(ShippedPolicy, MovesThatDoNotPayForAPlanChangeAreNotTaken) {
             << " changes, " << costly.kept << " kept back, ideal " << costly.ideal_fraction << "\n";
   EXPECT_GT(costly.kept, 0);
   EXPECT_LT(2 * costly.changes, free.changes);
-  EXPECT_GT(costly.ideal_fraction, 0.85);  // still balanced
+  EXPECT_GT(costly.ideal_fraction, 0.95);  // still balanced (0.988)
 }
 
 // Decisions the shipped policy takes over 1200 simulated steps of `c` (regular window 20), and
@@ -435,8 +436,9 @@ double ideal_fraction_between(ClusterSimulator& sim, BatchPolicy& policy, int64_
 // The same drift, followed: while speeds drift, a rank's batch and its speed move together, and
 // the affine fit of its history reads the slowdown as a fixed cost (alpha/beta of 0 to 30000
 // samples where the truth is 10). The balanced split of those models sent ranks to their bounds
-// and the policy ran at 0.85 of the ideal throughput on the suite's drift scenario; under tracking
-// the forecast is each rank's rate at its batch in force (docs/AGENT.md, item 14).
+// and the policy ran at 0.85 of the noiseless ideal throughput on the suite's drift scenario; under
+// tracking the forecast is each rank's rate at its batch in force (docs/AGENT.md, item 14). Here it
+// runs at 0.968 of the balanced plan under the same noise.
 TEST(ShippedPolicy, DriftingSpeedsAreFollowedNotReadAsFixedCost) {
   SimConfig drift = nodes_at(std::vector<double>(8, 1.0), 7);
   for (int g = 0; g < 4; ++g) drift.events.push_back({75 * g, {g, g + 4}, 4.0, 0, 300});
@@ -444,13 +446,14 @@ TEST(ShippedPolicy, DriftingSpeedsAreFollowedNotReadAsFixedCost) {
   DynamixPolicy policy(shipped());
   const double fraction = ideal_fraction_between(sim, policy, 300, 2100);
   std::cout << "drifting speeds, steps 300-2100: " << fraction << " of the ideal throughput\n";
-  EXPECT_GE(fraction, 0.9);
+  EXPECT_GE(fraction, 0.95);
 }
 
 // Interference that comes back: 2 of 16 ranks 3x slower for 20 of every 40 steps (window 10).
 // Following each phase, the plan was wrong for the steps each switch takes to reach a decision and
-// ran at 0.87 of the ideal throughput; holding the slow phase's share through the fast phases
-// (agent/recurring_slowdown.h) runs at 0.95.
+// ran at 0.87 of the noiseless ideal throughput; holding the slow phase's share through the fast
+// phases (agent/recurring_slowdown.h) runs at 0.95 of it, 0.981 of the balanced plan under the same
+// noise.
 TEST(ShippedPolicy, RecurringInterferenceIsPlannedForNotChased) {
   SimConfig c = nodes_at(std::vector<double>(16, 1.0), 5);
   for (int64_t t = 100; t < 2100; t += 40) c.events.push_back({t, {2, 9}, 3.0, 20, 0});
@@ -461,7 +464,7 @@ TEST(ShippedPolicy, RecurringInterferenceIsPlannedForNotChased) {
   const double fraction = ideal_fraction_between(sim, policy, 500, 2000);
   std::cout << "2 of 16 ranks 3x slower every other 20 steps, steps 500-2000: " << fraction
             << " of the ideal throughput\n";
-  EXPECT_GE(fraction, 0.93);
+  EXPECT_GE(fraction, 0.96);
 }
 
 // Half the ranks 3x slower for 200 of every 400 steps: holding their slow-phase share would

@@ -97,6 +97,30 @@ workload: {alpha_s: 0.01, beta_s: 0.001, grad_bytes: 1e8, bandwidth_gbps: 10, la
   EXPECT_EQ(one.comm_time(), 0);
 }
 
+// The ideal is the balanced plan run under the same noise draws. Without noise it is the
+// balanced throughput; on a noisy homogeneous cluster the uniform plan is the balanced plan and
+// scores 1 exactly; a noiseless bound would put it near 1 / E[max of 64 noise factors], ~0.68.
+TEST(SimClusterTest, TheIdealIsTheBalancedPlanUnderTheSameNoise) {
+  const SimConfig quiet = parse_sim_config(R"(
+nodes: 4
+profile: {classes: [{count: 2, speed: 1}, {count: 2, speed: 0.25}]}
+workload: {noise: 0, target_progress: 1e9}
+)");
+  ClusterSimulator sim(quiet, bounds(), {32}, 20);
+  sim.reset();
+  const SimTotals t = sim.totals();
+  EXPECT_NEAR(t.ideal_time_s, t.samples / sim.balanced_throughput(128), 1e-12);
+  EXPECT_LT(t.ideal_fraction(), 0.6);  // uniform on a 1 : 1 : 0.25 : 0.25 cluster
+
+  const SimConfig noisy = parse_sim_config(
+      "{nodes: 64, seed: 4, workload: {noise: 0.2, bandwidth_gbps: 1000, target_progress: 1e9}}");
+  ClusterSimulator uniform(noisy, bounds(), {32}, 20);
+  uniform.reset();
+  for (int w = 0; w < 3; ++w) uniform.step_window(plan_of(uniform.plan()));
+  EXPECT_NEAR(uniform.totals().ideal_fraction(), 1, 1e-12);
+  EXPECT_LT(uniform.totals().samples / uniform.balanced_throughput(64 * 32), 0.75 * uniform.sim_time());
+}
+
 // A rank whose batch a plan changes computes its first step at the new batch (1 + switch_cost)
 // times as long; ranks whose batch stays, and the steps after, do not.
 TEST(SimClusterTest, APlanChangeCostsTheChangedRanksTheirFirstStep) {

@@ -44,8 +44,10 @@ def eval_command(d):
     scenarios = {row["scenario"] for row in rows}
     if len(scenarios) < 10 or {row["policy"] for row in rows} != {"static", "proportional", "gns", "dynamix"}:
         fail(f"eval.json incomplete: {sorted(scenarios)}")
+    # The ideal is the balanced plan under the same noise: a plan that gives noisier ranks less
+    # passes it by a little (static_noisy_shared, 1.05), never by a tenth.
     for row in rows:
-        if not (0 < row["ideal_fraction"] <= 1.0001 and row["time_s"] > 0):
+        if not (0 < row["ideal_fraction"] <= 1.1 and row["time_s"] > 0):
             fail(f"implausible row {row}")
     if "worst_bst" not in r.stdout:
         fail("no summary table printed")
