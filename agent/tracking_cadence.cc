@@ -28,6 +28,12 @@ bool TrackingCadence::observe(bool tracking) {
   return to_regular >= options_.min_steps && to_regular < regular_steps_;
 }
 
+bool TrackingCadence::regular_decision_near() const {
+  if (regular_steps_ <= 0) return false;
+  const int64_t to_regular = (regular_steps_ - (step_ + 1) % regular_steps_) % regular_steps_;
+  return to_regular > 0 && to_regular < options_.min_steps;
+}
+
 void TrackingCadence::reset() {
   regular_steps_ = 0;
   since_decision_ = 0;

@@ -29,6 +29,11 @@ class TrackingCadence {
   // A new run or episode: the regular window is learned again.
   void reset();
   int32_t steps_due() const;  // steps a tracking window has (0: no regular window seen yet)
+  // Whether a decision asked for now (taken after the next step) would end a window of fewer than
+  // `min_steps` steps before the next regular decision: then the regular one should answer it
+  // (the run decided at 39 on an alarm and again at 40 on one step). False before a regular
+  // window is known, and where the two coincide.
+  bool regular_decision_near() const;
 
  private:
   Options options_;

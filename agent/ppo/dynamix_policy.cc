@@ -119,8 +119,8 @@ bool DynamixPolicy::wants_decision(const std::vector<double>& compute_s) {
   if (start_.armed()) return start_.observe(compute_s);
   const bool tracking_due = cadence_.observe(models_.tracking());
   if (alarm_.observe(compute_s)) {
-    alarm_raised_ = true;
-    return true;
+    alarm_raised_ = true;  // answered by the decision it asks for, or by the regular one just after
+    return !cadence_.regular_decision_near();
   }
   return tracking_due;
 }

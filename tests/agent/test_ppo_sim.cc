@@ -313,6 +313,32 @@ TEST(ShippedPolicy, AChangeTheAlarmReportsIsAbsorbedInOneDecision) {
   EXPECT_EQ(decide_after_slowdown(false)[1], 16);
 }
 
+// A change the alarm sees one or two steps before a regular decision is answered by that
+// decision: asking would decide on the alarm and again, one or two steps later, on the window's
+// rest (a real run decided at steps 39 and 40). Rank 1 of 4 slows 4x at every offset of the window
+// from step 200: no window after it is shorter than TrackingCadence's 3 steps, and the plan has
+// moved batch off rank 1 within 23 steps of the change wherever it starts.
+TEST(ShippedPolicy, AChangeSeenJustBeforeARegularDecisionIsAnsweredByIt) {
+  for (int64_t offset = 0; offset < 20; ++offset) {
+    SimConfig c = nodes_at(std::vector<double>(4, 1.0), 11, 0.02);
+    c.events.push_back({200 + offset, {1}, 4.0, 0, 0});
+    ClusterSimulator sim(c, bounds(128), {32}, 20);
+    DynamixPolicy policy(shipped());
+    ClusterState s = sim.reset(&policy);
+    int64_t last = s.global.step, moved_at = -1;
+    while (s.global.step < 300) {
+      const BatchPlan p = policy.decide(s);
+      if (moved_at < 0 && s.global.step > 200 + offset && p.batch_sizes[1] <= 16) moved_at = s.global.step;
+      s = sim.step_window(p, &policy);
+      if (last >= 180)
+        EXPECT_GE(s.global.step - last, 3) << "slowdown at " << 200 + offset << ", decision at " << last;
+      last = s.global.step;
+    }
+    EXPECT_GT(moved_at, 0) << "slowdown at " << 200 + offset;
+    EXPECT_LE(moved_at, 200 + offset + 23) << "slowdown at " << 200 + offset;
+  }
+}
+
 // The limit is lifted where the change happened, not everywhere. Rank 2's history reads as a large
 // fixed cost (its time barely grew while its batch went 24 -> 48, as when a drifting speed and the
 // batch that follows it move together), so its balanced share is far above its 48. When rank 1

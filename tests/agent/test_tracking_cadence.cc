@@ -3,6 +3,8 @@
 // none.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "agent/tracking_cadence.h"
 #include "framework/core/error.h"
 
@@ -42,6 +44,20 @@ TEST(TrackingCadence, NoWindowOfFewerThanMinStepsBeforeTheRegularDecision) {
   EXPECT_EQ(steps_to_ask(cadence, true, 6), 0);  // steps 18 and 19 would leave 2 and 1
   cadence.decided(17, 4);
   EXPECT_EQ(steps_to_ask(cadence, true), 4);  // after step 22, 18 steps before step 40
+}
+
+// A request made after step s is answered after step s + 1: within 1 or 2 steps of the regular
+// decision the regular one answers it; on the grid the two are one decision.
+TEST(TrackingCadence, KnowsWhenTheRegularDecisionIsNear) {
+  TrackingCadence cadence;
+  EXPECT_FALSE(cadence.regular_decision_near());  // no regular window yet
+  cadence.decided(20, 20);
+  std::vector<int> near;
+  for (int step = 21; step <= 40; ++step) {
+    cadence.observe(false);
+    if (cadence.regular_decision_near()) near.push_back(step);
+  }
+  EXPECT_EQ(near, (std::vector<int>{37, 38}));  // decisions after 38 and 39; after step 39 it is 40
 }
 
 TEST(TrackingCadence, SteadySpeedsAndUnknownWindowsNeverAsk) {

@@ -129,9 +129,10 @@ def check_drift(d):
     """The drift's ratio peaks half-way through each period and is lowest at each period's start.
     (The peak is what a 4x step change shows on 2 ranks here, about 2.7: rank 0's measured compute
     is inflated by the core it shares.) Real step times on a shared machine: a miss is measured
-    once more from a new run (a clean-clone suite on 2026-11-27 saw 1.77 once, and it passed twice
-    alone); an emulation that does not drift misses both times."""
-    for attempt in (1, 2):
+    again from a new run, up to 3 runs (a clean-clone suite on 2026-11-27 saw 1.77 once, and it
+    passed twice alone; on 2026-11-29 two runs in a row were scattered 0.3-7.6x step to step on a
+    busy VM, and the next passed); an emulation that does not drift misses all three."""
+    for attempt in (1, 2, 3):
         ratio = drift_ratios(d, f"drift{attempt}")
         peak, trough = median_of(ratio, [10, 11, 12, 30, 31, 32]), median_of(ratio, [20, 21, 22, 39, 40])
         print(f"drift: rank 1 / rank 0 compute time {peak:.2f} mid-period, {trough:.2f} at period starts")
@@ -139,7 +140,7 @@ def check_drift(d):
         if peak > 2.0 and peak > 1.8 * trough:
             return
         print(f"attempt {attempt}: drift not followed; per step {ratio}")
-    fail(f"drift not followed in 2 runs: ratio {peak:.2f} mid-period (expected over 2), {trough:.2f} at "
+    fail(f"drift not followed in 3 runs: ratio {peak:.2f} mid-period (expected over 2), {trough:.2f} at "
          f"period starts (expected about 1)")
 
 
