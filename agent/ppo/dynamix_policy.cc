@@ -142,6 +142,7 @@ double DynamixPolicy::estimated_ideal(const ClusterState& s, const BalanceView& 
 DynamixPolicy::DynamixPolicy(DynamixOptions o)
     : config_(o.ppo),
       learn_(o.learn),
+      min_move_gain_(o.min_move_gain),
       log_(o.log),
       node_norm_(kNodeFeatures),
       global_norm_(kGlobalFeatures),
@@ -151,6 +152,8 @@ DynamixPolicy::DynamixPolicy(DynamixOptions o)
       rollout_(std::make_unique<Rollout>()),
       rng_(o.ppo.seed) {
   validate(config_);
+  DYNAMIX_CHECK(min_move_gain_ >= 0 && min_move_gain_ < 1,
+                "dynamix: min_move_gain must be in [0, 1), got " + std::to_string(min_move_gain_));
   learner_ = std::make_unique<PpoLearner>(config_, kNodeFeatures, kGlobalFeatures);
   std::string source = o.checkpoint;
   if (!o.checkpoint.empty()) {
@@ -320,15 +323,16 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
 
 bool DynamixPolicy::keep_unpaid_move(const BalanceView& view, const std::vector<int32_t>& current,
                                      int32_t horizon, BatchPlan& plan) const {
-  const double cost = switch_cost_.cost();
+  const double cost = switch_cost_.cost(), least = min_move_gain_ * horizon, bar = std::max(cost, least);
   double gain = 0;
-  if (!(cost > 0) || plan.batch_sizes == current ||
-      move_pays(view, current, plan.batch_sizes, horizon, cost, &gain))
+  if (!(bar > 0) || plan.batch_sizes == current ||
+      move_pays(view, current, plan.batch_sizes, horizon, bar, &gain))
     return false;
   plan.batch_sizes = current;
   plan.actions.assign(current.size(), static_cast<double>(kHold));
   plan.note = "move worth " + format_number("%.2f", gain) + " steps over the window, a plan change costs " +
-              format_number("%.2f", cost) + ": plan kept";
+              format_number("%.2f", cost) + " and a move must gain " + format_number("%.2f", least) +
+              ": plan kept";
   return true;
 }
 

@@ -41,6 +41,12 @@ struct DynamixOptions {
   std::ostream* log = nullptr;  // config at start, one line per update; nullptr = silent
   std::string archive;          // or its bytes (the shipped default policy), when checkpoint is empty
   std::string archive_name;     // where `archive` came from, for messages
+  // The least share of the slowest rank's step a move must forecast to take off, whatever the
+  // plan change costs (0: only SwitchCost's bar). Real ranks' time per sample misses the next
+  // window by about 10 % (RMS, per rank; homogeneous and README demo cells on a 2-core VM,
+  // 2026-11-29), and on equal ranks moves forecast to gain 2-7 % delivered 0.1-0.7 of it;
+  // docs/AGENT.md item 19.
+  double min_move_gain = 0.04;
 };
 
 // Modes: learn from scratch (no checkpoint, learn), inference only (checkpoint, !learn),
@@ -106,7 +112,8 @@ class DynamixPolicy : public BatchPolicy {
   // Samples/s of the balanced plan predicted by the fitted models (0 when unknown).
   double estimated_ideal(const ClusterState& state, const BalanceView& view) const;
   // Keeps `current` in `plan` (as the hold move, with a note) where the planned move's forecast
-  // gain over `horizon` steps does not pay for a plan change (SwitchCost); true if it did.
+  // gain over `horizon` steps does not pay for a plan change (SwitchCost) or is under
+  // min_move_gain of the step; true if it did.
   bool keep_unpaid_move(const BalanceView& view, const std::vector<int32_t>& current, int32_t horizon,
                         BatchPlan& plan) const;
   // Each rank's fitted compute time under `plan`, for the change alarm (empty: models not ready).
@@ -115,6 +122,7 @@ class DynamixPolicy : public BatchPolicy {
 
   PpoConfig config_;
   bool learn_;
+  double min_move_gain_;
   std::ostream* log_;
   std::unique_ptr<PpoLearner> learner_;
   mutable std::mutex learner_mutex_;   // held by an update and by save/load

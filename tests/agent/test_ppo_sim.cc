@@ -183,46 +183,68 @@ TEST(ShippedPolicy, HomogeneousClusterWithNoiseKeepsItsPlan) {
 // The last window forecasts the next better than the models in a quarter of the windows
 // (tracking()); there the plan moves only where its predicted gain clears persistence's own
 // forecast error. Following every window instead (v2.10) changed the plan in 68 of 120 windows,
-// by up to 4 of 32, for the same throughput (0.9734 of the noiseless ideal either way): now 29, by
-// up to 2 (0.9731; 0.996 of the balanced plan under the same noise; v2.11 made 26 changes, before
-// the drift forecast of item 14).
-TEST(ShippedPolicy, EqualRanksWhoseSpeedsWanderAreNotChased) {
+// by up to 4 of 32, for the same throughput (0.9734 of the noiseless ideal either way): 29, by up
+// to 2 (0.9731; 0.9957 of the balanced plan under the same noise; v2.11 made 26 changes, before
+// the drift forecast of item 14). Since v2.17 no move forecast to gain under 4 % of the step is
+// taken (DynamixOptions::min_move_gain): none, at 0.9961. Without that floor the 29 changes come
+// back.
+int32_t changes_on_wandering_equal_ranks(double min_move_gain, int32_t* worst, int32_t* tracked,
+                                         double* ideal_fraction) {
   SimConfig c = nodes_at(std::vector<double>(4, 1.0), 13, 0.05);
   add_wandering(c, 5, 1.1);
   ClusterSimulator sim(c, bounds(128), {32}, 20);
-  DynamixPolicy policy(shipped());
+  DynamixOptions options = shipped();
+  options.min_move_gain = min_move_gain;
+  DynamixPolicy policy(options);
   RankTimeModels::Options o;
   o.score_persistence = true;
   RankTimeModels watch(o);  // whether these windows make persistence the better forecast
   ClusterState s = sim.reset();
-  int32_t worst = 0, tracked = 0, changes = 0;
+  int32_t changes = 0;
+  *worst = *tracked = 0;
   std::vector<int32_t> last(4, 32);
   for (int w = 0; w < 120; ++w) {
     const BatchPlan p = policy.decide(s);
-    for (int32_t b : p.batch_sizes) worst = std::max(worst, std::abs(b - 32));
+    for (int32_t b : p.batch_sizes) *worst = std::max(*worst, std::abs(b - 32));
     changes += p.batch_sizes != last;
     last = p.batch_sizes;
     s = sim.step_window(p);
     watch.observe(s);
-    tracked += watch.tracking();
+    *tracked += watch.tracking();
   }
-  std::cout << "wandering equal ranks: tracking in " << tracked << " of 120 windows, " << changes
-            << " plan changes, largest move from 32 " << worst << ", ideal fraction "
-            << sim.totals().ideal_fraction() << "\n";
-  EXPECT_GT(tracked, 0);  // the case this test is about
-  EXPECT_LE(changes, 40);
-  EXPECT_LE(worst, 2);
+  *ideal_fraction = sim.totals().ideal_fraction();
+  return changes;
 }
 
-// The same wandering ranks, and at step 605, while the models track the last window, rank 1 slows
-// 4x for good. The alarm's decision four steps later moves rank 1 at once (to 9; its share under
-// the fixed cost is about 3, reached over the next decisions): a confirmed change lifts the
+TEST(ShippedPolicy, EqualRanksWhoseSpeedsWanderAreNotChased) {
+  int32_t worst = 0, tracked = 0, worst_free = 0, tracked_free = 0;
+  double ideal = 0, ideal_free = 0;
+  const int32_t changes =
+      changes_on_wandering_equal_ranks(DynamixOptions{}.min_move_gain, &worst, &tracked, &ideal);
+  const int32_t free = changes_on_wandering_equal_ranks(0, &worst_free, &tracked_free, &ideal_free);
+  std::cout << "wandering equal ranks: tracking in " << tracked << " of 120 windows, " << changes
+            << " plan changes, largest move from 32 " << worst << ", ideal fraction " << ideal
+            << "; without the least gain: " << free << " changes, largest " << worst_free << ", ideal "
+            << ideal_free << "\n";
+  EXPECT_GT(tracked, 0);  // the case this test is about
+  EXPECT_LE(changes, 5);
+  EXPECT_LE(worst, 2);
+  EXPECT_GE(free, 20);  // the floor, not the rest of the policy, keeps the plan
+  EXPECT_LE(worst_free, 2);
+  EXPECT_GE(ideal, ideal_free - 0.002);
+}
+
+// Wandering ranks (up to 1.2x), and at step 605, while the models track the last window, rank 1
+// slows 4x for good. The alarm's decision four steps later moves rank 1 at once (to 8; its share
+// under the fixed cost is about 3, reached over the next decisions): a confirmed change lifts the
 // limit where it happened whether or not speeds drift (v2.13, docs/AGENT.md item 15). Up to
-// v2.12 the limit stayed under tracking, and rank 1 went only to 16 of 32.
+// v2.12 the limit stayed under tracking, and rank 1 went only to 16 of 32. (Wandering up to 1.1x
+// tracked here until v2.17's least gain kept the plan through it: rank 1 then went to 8-10 at
+// each of 24 wandering seeds and change steps, tracking or not.)
 TEST(ShippedPolicy, AChangeWhileSpeedsWanderIsAbsorbedInOneDecision) {
   const int64_t at = 605;
   SimConfig c = nodes_at(std::vector<double>(4, 1.0), 13, 0.05);
-  add_wandering(c, 5, 1.1);
+  add_wandering(c, 5, 1.2);
   c.events.push_back({at, {1}, 4.0, 0, 0});
   ClusterSimulator sim(c, bounds(128), {32}, 20);
   DynamixPolicy policy(shipped());
@@ -235,13 +257,19 @@ TEST(ShippedPolicy, AChangeWhileSpeedsWanderIsAbsorbedInOneDecision) {
     watch.observe(s);
   }
   EXPECT_TRUE(watch.tracking());  // the case this test is about
-  const BatchPlan p = policy.decide(s);
+  BatchPlan p = policy.decide(s);
+  if (s.global.step == at) {  // a tracking decision on the last steps before the change
+    s = sim.step_window(p, &policy);
+    p = policy.decide(s);
+  }
   EXPECT_LE(s.global.step, at + 4);
-  EXPECT_LE(p.batch_sizes[1], 12) << "step " << s.global.step << ": rank 1 at " << p.batch_sizes[1];
+  EXPECT_LE(p.batch_sizes[1], 12) << "step " << s.global.step << ": rank 1 at " << p.batch_sizes[1] << " "
+                                  << p.note;
 }
 
 // The same noisy cluster with one rank 1.25x slower is not held as homogeneous: that rank ends
-// near its balanced share, 256 * 0.8 / 7.8 = 26.3 of 32.
+// near its balanced share, 256 * 0.8 / 7.8 = 26.3 of 32 (at 24 the others' 33.1 samples make the
+// step 1 % longer than balanced, under the 4 % a move must gain since v2.17).
 TEST(ShippedPolicy, ANoisyClusterWithOneSlowerRankStillBalances) {
   std::vector<double> speeds(8, 1.0);
   speeds[5] = 0.8;
@@ -253,7 +281,7 @@ TEST(ShippedPolicy, ANoisyClusterWithOneSlowerRankStillBalances) {
     p = policy.decide(s);
     s = sim.step_window(p);
   }
-  EXPECT_GE(p.batch_sizes[5], 25);
+  EXPECT_GE(p.batch_sizes[5], 24);
   EXPECT_LE(p.batch_sizes[5], 28);
 }
 
@@ -380,7 +408,8 @@ TEST(ShippedPolicy, AChangeLiftsTheLimitOnlyWhereItHappened) {
 // A plan change costs time on real devices (the first step at a new batch runs slower): on the
 // README demo's cluster with noisy, wandering ranks, where small moves chase noise, the policy
 // measures that cost (SwitchCost) and keeps its plan unless a move's forecast gain over the window
-// pays for it. Same cluster without the cost: it measures none and moves as before.
+// pays for it. Same cluster without the cost: it measures none and moves as before. (SwitchCost's
+// bar alone: min_move_gain 0; with v2.17's default 4 % floor both runs keep most moves.)
 struct SwitchRun {
   int changes = 0, kept = 0;
   double ideal_fraction = 0;
@@ -390,7 +419,9 @@ SwitchRun run_with_switch_cost(double switch_cost) {
   c.workload.switch_cost = switch_cost;
   add_wandering(c, 3, 1.15);
   ClusterSimulator sim(c, bounds(128), {32}, 20);
-  DynamixPolicy policy(shipped());
+  DynamixOptions options = shipped();
+  options.min_move_gain = 0;  // SwitchCost's bar alone
+  DynamixPolicy policy(options);
   ClusterState s = sim.reset(&policy);
   SwitchRun run;
   std::vector<int32_t> last(4, 32);

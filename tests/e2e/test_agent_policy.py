@@ -4,6 +4,7 @@ use it without a checkpoint; bad policy inputs give clear errors."""
 import filecmp
 import json
 import os
+import re
 
 from e2e_util import DYNAMIX, SOURCE_DIR, TempDir, fail, run, write
 
@@ -104,11 +105,13 @@ def plan_changes(out):
 def switch_cost(d):
     """A plan change that costs time (`sim.workload.switch_cost`, the demo's cluster at 15 % noise,
     configs/agent_suite/static_hetero4_switch.yaml): the shipped policy measures it and keeps its
-    plan where a move does not pay for it, saying so in decisions.jsonl; with the cost set to 0
-    on the same cluster it measures none and moves more often."""
+    plan where a move does not pay for it, saying what it measured in decisions.jsonl; with the cost
+    set to 0 on the same cluster it measures none and moves more often. The cost is 2 (a changed
+    rank's first step takes 3x): under the 4 % of a 20-step window that any move must gain (0.8
+    steps, DynamixOptions::min_move_gain), a cost of 0.5 now changes nothing (8 changes either way)."""
     config = SOURCE_DIR / "configs/agent_suite/static_hetero4_switch.yaml"
     changes = {}
-    for cost in ("0.5", "0"):
+    for cost in ("2", "0"):
         out = d / f"switch_{cost}"
         r = run([DYNAMIX, "sim", "--config", str(config), "--policies", "dynamix", "--set", f"output.dir={out}",
                  "--set", f"sim.workload.switch_cost={cost}"])
@@ -116,11 +119,12 @@ def switch_cost(d):
             fail(f"sim with switch_cost {cost}: exit {r.returncode}\n{r.stderr[-2000:]}")
         changes[cost], _ = plan_changes(out / "dynamix")
         notes = [json.loads(line).get("note", "") for line in (out / "dynamix" / "decisions.jsonl").open()]
-        kept = sum("a plan change costs" in n for n in notes)
-        print(f"switch cost {cost}: {changes[cost]} plan changes, {kept} moves kept back")
-        if cost != "0" and kept == 0:
-            fail(f"switch cost {cost}: no decision says a move did not pay for the plan change")
-    if not changes["0.5"] < changes["0"]:
+        measured = [float(m.group(1)) for m in (re.search(r"a plan change costs ([0-9.]+)", n) for n in notes) if m]
+        print(f"switch cost {cost}: {changes[cost]} plan changes, {len(measured)} moves kept back, "
+              f"largest cost measured {max(measured, default=0):.2f} steps")
+        if cost != "0" and not max(measured, default=0) > 0.5:
+            fail(f"switch cost {cost}: no decision kept a move back for a measured plan change cost")
+    if not changes["2"] < changes["0"]:
         fail(f"a plan change that costs time changed the plan as often: {changes}")
 
 
