@@ -22,8 +22,11 @@ output: {checkpoint_every: 5}
 """
 
 # srun stand-in: offers pmix to `srun --mpi=list`; runs the command under mpirun with 2 ranks;
-# FAKE_SIGNAL (USR1) or FAKE_KILL (a rank gets SIGKILL) once metrics.jsonl has FAKE_AFTER lines.
-# (tests/e2e/test_slurm_real.py runs the script on a real Slurm.)
+# FAKE_SIGNAL (USR1) or FAKE_KILL (a rank gets SIGKILL) once metrics.jsonl has FAKE_AFTER lines
+# and both ranks are up. (A resumed run's file holds the killed run's lines until the new run cuts
+# it: seen that early, the count was reached before mpirun had started a rank, the kill went to no
+# one and the run completed; a clean-clone suite, 2026-11-29.) (tests/e2e/test_slurm_real.py runs
+# the script on a real Slurm.)
 SRUN = """#!/usr/bin/env bash
 [[ $1 == --mpi=list ]] && {{ echo "MPI plugin types are..."; echo "	pmix"; exit 0; }}
 args=()
@@ -32,9 +35,10 @@ for a in "$@"; do [[ $a == --kill-on-bad-exit=* || $a == --mpi=* ]] || args+=("$
 launcher=$!
 if [[ -n ${{FAKE_SIGNAL:-}}${{FAKE_KILL:-}} ]]; then
   while kill -0 $launcher 2>/dev/null; do
-    if [[ -f $DYNAMIX_OUTPUT_DIR/metrics.jsonl && $(wc -l < $DYNAMIX_OUTPUT_DIR/metrics.jsonl) -ge $FAKE_AFTER ]]; then
-      ranks=$(pgrep -P $launcher)
-      if [[ -n ${{FAKE_SIGNAL:-}} ]]; then kill -USR1 $ranks; else kill -KILL $(echo $ranks | cut -d' ' -f2); fi
+    ranks=($(pgrep -P $launcher))
+    if [[ ${{#ranks[@]}} -ge 2 && -f $DYNAMIX_OUTPUT_DIR/metrics.jsonl &&
+          $(wc -l < $DYNAMIX_OUTPUT_DIR/metrics.jsonl) -ge $FAKE_AFTER ]]; then
+      if [[ -n ${{FAKE_SIGNAL:-}} ]]; then kill -USR1 "${{ranks[@]}}"; else kill -KILL "${{ranks[1]}}"; fi
       break
     fi
     sleep 0.05
