@@ -24,15 +24,17 @@ bool TrackingCadence::observe(bool tracking) {
   const int32_t due = steps_due();
   // On the grid the regular decision comes now and answers any request made at this step.
   if (!tracking || due == 0 || since_decision_ + 1 < due || step_ % regular_steps_ == 0) return false;
-  const int64_t to_regular = regular_steps_ - (step_ + 1) % regular_steps_;
+  const int64_t to_regular = steps_to_regular();
   return to_regular >= options_.min_steps && to_regular < regular_steps_;
 }
 
 bool TrackingCadence::regular_decision_near() const {
   if (regular_steps_ <= 0) return false;
-  const int64_t to_regular = (regular_steps_ - (step_ + 1) % regular_steps_) % regular_steps_;
-  return to_regular > 0 && to_regular < options_.min_steps;
+  const int64_t to_regular = steps_to_regular();
+  return to_regular < options_.min_steps && to_regular < regular_steps_;
 }
+
+int64_t TrackingCadence::steps_to_regular() const { return regular_steps_ - (step_ + 1) % regular_steps_; }
 
 void TrackingCadence::reset() {
   regular_steps_ = 0;

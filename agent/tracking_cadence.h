@@ -36,6 +36,10 @@ class TrackingCadence {
   bool regular_decision_near() const;
 
  private:
+  // Steps from the decision a request made now brings (after the next step) to the next regular
+  // decision, 1 to regular_steps_ (regular_steps_: the two coincide). Needs regular_steps_ > 0.
+  int64_t steps_to_regular() const;
+
   Options options_;
   int32_t regular_steps_ = 0;
   int32_t since_decision_ = 0;

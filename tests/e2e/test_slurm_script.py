@@ -35,11 +35,12 @@ for a in "$@"; do [[ $a == --kill-on-bad-exit=* || $a == --mpi=* ]] || args+=("$
 launcher=$!
 if [[ -n ${{FAKE_SIGNAL:-}}${{FAKE_KILL:-}} ]]; then
   while kill -0 $launcher 2>/dev/null; do
-    ranks=($(pgrep -P $launcher))
-    if [[ ${{#ranks[@]}} -ge 2 && -f $DYNAMIX_OUTPUT_DIR/metrics.jsonl &&
-          $(wc -l < $DYNAMIX_OUTPUT_DIR/metrics.jsonl) -ge $FAKE_AFTER ]]; then
-      if [[ -n ${{FAKE_SIGNAL:-}} ]]; then kill -USR1 "${{ranks[@]}}"; else kill -KILL "${{ranks[1]}}"; fi
-      break
+    if [[ -f $DYNAMIX_OUTPUT_DIR/metrics.jsonl && $(wc -l < $DYNAMIX_OUTPUT_DIR/metrics.jsonl) -ge $FAKE_AFTER ]]; then
+      ranks=($(pgrep -P $launcher))
+      if [[ ${{#ranks[@]}} -ge 2 ]]; then
+        if [[ -n ${{FAKE_SIGNAL:-}} ]]; then kill -USR1 "${{ranks[@]}}"; else kill -KILL "${{ranks[1]}}"; fi
+        break
+      fi
     fi
     sleep 0.05
   done
