@@ -164,7 +164,9 @@ DynamixPolicy::DynamixPolicy(DynamixOptions o)
   }
   publish_snapshot();
   log("dynamix: " + std::string(learn_ ? "fine-tuning " : "inference from ") +
-      (source.empty() ? "an untrained policy" : source) + "\nppo config:\n" + to_string(config_));
+      (source.empty() ? "an untrained policy" : source) +
+      "; a move must gain >= " + format_number("%g", 100 * min_move_gain_) +
+      " % of the step (policy.min_move_gain)\nppo config:\n" + to_string(config_));
   if (learn_ && config_.background_update) worker_ = std::thread(&DynamixPolicy::worker_loop, this);
 }
 

@@ -198,6 +198,11 @@ Fields policy_fields(PolicyConfig& pc, const YamlReader& r) {
        }},
       {"checkpoint", [&](const Node& v, const Path& p) { pc.checkpoint = r.string(v, p); }},
       {"learn", [&](const Node& v, const Path& p) { pc.learn = r.boolean(v, p); }},
+      {"min_move_gain",
+       [&](const Node& v, const Path& p) {
+         pc.min_move_gain = r.number(v, p);
+         r.require(*pc.min_move_gain >= 0 && *pc.min_move_gain < 1, v, p, "must be in [0, 1)");
+       }},
   };
 }
 

@@ -78,6 +78,9 @@ struct PolicyConfig {
   int64_t window = 20;     // decision window in steps
   std::string checkpoint;  // dynamix: policy file; empty = the shipped policy; "none" = from scratch
   bool learn = false;      // dynamix: fine-tune online (false: inference only)
+  // dynamix: the least share of the slowest rank's step a plan move must forecast to gain, in
+  // [0, 1); unset = the agent's default (DynamixOptions::min_move_gain, docs/AGENT.md item 19).
+  std::optional<double> min_move_gain;
 };
 
 struct HeteroEvent {

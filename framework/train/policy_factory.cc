@@ -13,6 +13,7 @@ std::unique_ptr<BatchPolicy> make_policy(const Config& config, const BatchBounds
   if (config.policy.name == "dynamix") {
     DynamixOptions o;
     o.learn = config.policy.learn;
+    if (config.policy.min_move_gain) o.min_move_gain = *config.policy.min_move_gain;
     // No checkpoint: the shipped policy; "none": learn from scratch.
     if (config.policy.checkpoint.empty()) {
       o.archive = default_policy_archive();

@@ -128,6 +128,33 @@ def switch_cost(d):
         fail(f"a plan change that costs time changed the plan as often: {changes}")
 
 
+def min_move_gain(d):
+    """`policy.min_move_gain`, the least share of the step a move must forecast to gain (docs/AGENT.md
+    item 19), through the CLI: on the switch-cost cluster with a free plan change, a floor of 0 lets
+    moves that forecast under 4 % through, so the plan changes more often than under the default;
+    a value outside [0, 1) is refused, naming the key."""
+    config = SOURCE_DIR / "configs/agent_suite/static_hetero4_switch.yaml"
+    changes = {}
+    for floor in (None, "0"):
+        out = d / f"floor_{floor}"
+        cmd = [DYNAMIX, "sim", "--config", str(config), "--policies", "dynamix", "--set", f"output.dir={out}",
+               "--set", "sim.workload.switch_cost=0"]
+        r = run(cmd + ([] if floor is None else ["--set", f"policy.min_move_gain={floor}"]))
+        if r.returncode != 0:
+            fail(f"sim with min_move_gain {floor}: exit {r.returncode}\n{r.stderr[-2000:]}")
+        said = f"a move must gain >= {'4' if floor is None else floor} % of the step"
+        if said not in r.stdout:
+            fail(f"min_move_gain {floor}: the start line does not say {said!r}:\n{r.stdout[-1000:]}")
+        changes[floor], _ = plan_changes(out / "dynamix")
+    print(f"plan changes: {changes[None]} with the default floor, {changes['0']} with policy.min_move_gain=0")
+    if not changes["0"] > changes[None]:
+        fail(f"policy.min_move_gain=0 did not let more moves through than the default: {changes}")
+    r = run([DYNAMIX, "sim", "--config", str(config), "--policies", "dynamix", "--set", f"output.dir={d / 'bad'}",
+             "--set", "policy.min_move_gain=1.5"])
+    if r.returncode == 0 or "policy.min_move_gain" not in r.stderr or (d / "bad").exists():
+        fail(f"policy.min_move_gain=1.5: expected a clear error, got exit {r.returncode}: {r.stderr[-600:]}")
+
+
 def main():
     with TempDir() as d:
         bad_inputs(d)
@@ -135,6 +162,7 @@ def main():
         eval_command(d)
         recurring_interference(d)
         switch_cost(d)
+        min_move_gain(d)
         rebuilds_shipped_policy(d)
     print("agent policy e2e: passed")
 

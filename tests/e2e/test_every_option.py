@@ -68,6 +68,7 @@ def cases(d):
         "proportional": ["policy.name=proportional"],
         "gns": ["policy.name=gns"],
         "dynamix (shipped policy)": ["policy.name=dynamix"],
+        "dynamix, no move floor": ["policy.name=dynamix", "policy.min_move_gain=0"],
         "dynamix checkpoint file": ["policy.name=dynamix", f"policy.checkpoint={SHIPPED}"],
         "dynamix learning online": ["policy.name=dynamix", "policy.learn=true"],
         "dynamix untrained, learning": ["policy.name=dynamix", "policy.checkpoint=none", "policy.learn=true"],
