@@ -2,16 +2,27 @@
 # Installs what is needed, builds, and runs the whole test suite (unit, multi-rank, end to end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's wall time, so a slow suite says where its time went.
+stage_start=$SECONDS
+stage_done() {
+  echo "test.sh: $1 took $((SECONDS - stage_start)) s (total $SECONDS s)"
+  stage_start=$SECONDS
+}
 ./scripts/setup.sh
+stage_done setup
 # Formatting is part of the contract: an unformatted source fails CI before anything is built.
 ./scripts/format.sh --check
 ./scripts/build.sh
+stage_done build
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Every test, nproc slots at a time: each multi-rank and end-to-end test takes a slot per rank
 # (PROCESSORS in tests/CMakeLists.txt, tests/e2e/CMakeLists.txt), so the real runs the end-to-end
 # tests time never share a core with another test's; on 2 cores they run alone.
 ctest --test-dir build --output-on-failure --timeout 1500 -j "$(nproc)" "$@"
+stage_done ctest
 # ASan+UBSan build of the unit and multi-rank tests in build-asan/ (~12 min cold on 2 cores).
 ./scripts/test-sanitizers.sh
+stage_done sanitizers
 # libFuzzer (clang): replay tests/fuzz/corpus and fuzz each reader ~25 s (scripts/fuzz.sh for longer).
 ./scripts/fuzz.sh --ci
+stage_done fuzz

@@ -13,6 +13,7 @@
 #include "agent/plan_projection.h"
 #include "framework/comm/mpi_runtime.h"
 #include "framework/core/error.h"
+#include "framework/core/host_memory.h"
 #include "framework/core/random.h"
 #include "framework/train/checkpoint_file.h"
 #include "framework/train/device.h"
@@ -110,6 +111,8 @@ void Trainer::setup() {
                 "); pass --resume to continue it, --overwrite to replace it, or choose another output.dir");
   }
 
+  // Before the first large block: every rank's steps reuse freed host memory (host_memory.h).
+  if (config_.train.keep_host_memory) log(keep_freed_host_memory());
   data_ = load_dataset(dataset_spec(config_.dataset));
   // Emulated device memory counts what a GPU would hold (model, optimizer, activations, batches),
   // not the host-side dataset loaded above.

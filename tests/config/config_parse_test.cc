@@ -41,6 +41,7 @@ train:
   precision: fp16
   channels_last: true
   cudnn_benchmark: true
+  keep_host_memory: false
   loss_scale: none
   loss_scale_init: 1024
   loss_scale_growth_interval: 50
@@ -119,6 +120,7 @@ void expect_full(const Config& c) {
   EXPECT_EQ(c.train.precision, Precision::kFp16);
   EXPECT_TRUE(c.train.channels_last);
   EXPECT_TRUE(c.train.cudnn_benchmark);
+  EXPECT_FALSE(c.train.keep_host_memory);
   EXPECT_EQ(c.train.loss_scale, LossScaling::kNone);
   EXPECT_DOUBLE_EQ(c.train.loss_scale_init, 1024);
   EXPECT_EQ(c.train.loss_scale_growth_interval, 50);
@@ -185,6 +187,7 @@ void expect_defaults(const Config& c) {
   EXPECT_EQ(c.train.precision, Precision::kFp32);
   EXPECT_FALSE(c.train.channels_last);
   EXPECT_FALSE(c.train.cudnn_benchmark);
+  EXPECT_TRUE(c.train.keep_host_memory);
   EXPECT_EQ(c.train.loss_scale, LossScaling::kAuto);
   EXPECT_DOUBLE_EQ(c.train.loss_scale_init, 65536);
   EXPECT_EQ(c.train.loss_scale_growth_interval, 2000);

@@ -60,6 +60,7 @@ def cases(d):
         # Numerics and layout.
         "precision bf16": ["train.precision=bf16"],
         "channels_last": ["train.channels_last=true"],
+        "host memory not kept": ["train.keep_host_memory=false"],
         "adamw, sqrt scaling, warmup": ["train.optimizer=adamw", "train.lr=0.001", "train.lr_scaling=sqrt",
                                         "train.warmup_steps=2"],
         "lr_scaling none": ["train.lr_scaling=none"],
@@ -121,9 +122,30 @@ def refused(d):
             "train.loss module, built-in model": (["train.loss=module"], "train.loss")}
 
 
+def host_memory_lines(d):
+    """train.keep_host_memory: the start line says what was done with the host allocator: kept by
+    default, left alone where the environment configures it, nothing said when it is off."""
+    problems = []
+    expect = {"default": ([], {}, "host memory: freed blocks kept for reuse"),
+              "environment": ([], {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1048576"},
+                              "host memory: the allocator as GLIBC_TUNABLES sets it"),
+              "off": (["train.keep_host_memory=false"], {}, None)}
+    for name, (sets, env, said) in expect.items():
+        out = d / f"host_memory_{name}"
+        cfg = write(d / "base.yaml", BASE.replace("OUT", str(out)))
+        r = run(train_cmd(2, cfg, sets), env={**os.environ, **env})
+        lines = [line for line in r.stdout.splitlines() if "host memory:" in line]
+        if r.returncode != 0 or (said is None and lines) or (said is not None and not any(said in x for x in lines)):
+            problems.append(f"host memory {name}: exit {r.returncode}, expected {said!r}, start lines {lines}")
+        else:
+            print(f"ok: host memory {name}: {lines}")
+    return problems
+
+
 def main():
     failures = []
     with TempDir() as d:
+        failures += host_memory_lines(d)
         for name, sets in cases(d).items():
             out = d / name.replace(" ", "_").replace(",", "").replace("(", "").replace(")", "")
             cfg = write(d / "base.yaml", BASE.replace("OUT", str(out)))
