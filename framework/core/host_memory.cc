@@ -15,7 +15,8 @@ namespace {
 const char* allocator_set_by_environment() {
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (tunables && std::strstr(tunables, "glibc.malloc.")) return "GLIBC_TUNABLES";
-  for (const char* var : {"MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_"}) {
+  for (const char* var :
+       {"MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_"}) {
     if (std::getenv(var)) return var;
   }
   const char* preload = std::getenv("LD_PRELOAD");
