@@ -53,7 +53,7 @@ struct TrainConfig {
   Precision precision = Precision::kFp32;     // autocast of forward; float32 weights; fp16 on CUDA
   bool channels_last = false;                 // 4-D weights and inputs in channels_last (CNNs)
   bool cudnn_benchmark = false;  // CUDA: let cuDNN time its algorithms per shape (LibTorch's default: off)
-  // Freed host memory stays in the process for reuse (framework/train/host_memory.h); false: the
+  // Freed host memory stays in the process for reuse (framework/core/host_memory.h); false: the
   // C library's defaults.
   bool keep_host_memory = true;
   // cross_entropy | mse (outputs against one-hot targets) | module (the model's forward(x, y)
