@@ -5,12 +5,10 @@
 // Without AddressSanitizer both are no-ops.
 #pragma once
 
-#if defined(__SANITIZE_ADDRESS__)
+#include "tests/asan_build.h"
+
+#ifdef DYNAMIX_ASAN
 #define DYNAMIX_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DYNAMIX_LSAN 1
-#endif
 #endif
 
 #ifdef DYNAMIX_LSAN

@@ -8,23 +8,16 @@
 #include <string>
 
 #include "framework/core/host_memory.h"
+#include "tests/asan_build.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
-#if defined(__SANITIZE_ADDRESS__)
-#define DYNAMIX_SANITIZED_MALLOC 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DYNAMIX_SANITIZED_MALLOC 1
-#endif
-#endif
-
 namespace dynamix {
 namespace {
 
-#if defined(__GLIBC__) && !defined(DYNAMIX_SANITIZED_MALLOC)
+#if defined(__GLIBC__) && !defined(DYNAMIX_ASAN)
 
 constexpr size_t kBlock = size_t{64} << 20;  // above glibc's largest dynamic mmap threshold (32 MiB)
 
