@@ -5,13 +5,9 @@
 // Without AddressSanitizer both are no-ops.
 #pragma once
 
-#include "tests/asan_build.h"
+#include "tests/asan_build.h"  // LeakSanitizer comes with ASan's malloc
 
 #ifdef DYNAMIX_ASAN
-#define DYNAMIX_LSAN 1
-#endif
-
-#ifdef DYNAMIX_LSAN
 #include <sanitizer/lsan_interface.h>
 #endif
 
@@ -20,7 +16,7 @@ namespace dynamix::test {
 // Allocations made on this thread while an object of this type is alive are never reported.
 class IgnoreLeaksOfMpiInit {
  public:
-#ifdef DYNAMIX_LSAN
+#ifdef DYNAMIX_ASAN
   IgnoreLeaksOfMpiInit() { __lsan_disable(); }
   ~IgnoreLeaksOfMpiInit() { __lsan_enable(); }
 #else
@@ -32,7 +28,7 @@ class IgnoreLeaksOfMpiInit {
 
 // The end-of-process leak check, now (call before MPI_Finalize); exits non-zero on a leak.
 inline void check_leaks_before_mpi_finalize() {
-#ifdef DYNAMIX_LSAN
+#ifdef DYNAMIX_ASAN
   __lsan_do_leak_check();
 #endif
 }
