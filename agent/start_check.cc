@@ -1,4 +1,4 @@
-// DYNAMIX — StartCheck: the ranks' mean compute times under the starting plan, against their noise.
+// DYNAMIX — StartCheck: the ranks' mean log compute times under the starting plan, against their noise.
 #include "agent/start_check.h"
 
 #include <algorithm>
@@ -37,27 +37,26 @@ bool StartCheck::observe(const std::vector<double>& compute_s) {
     steps_ = 0;
   }
   for (size_t i = 0; i < compute_s.size(); ++i) {
-    sum_[i] += compute_s[i];
-    sum_sq_[i] += compute_s[i] * compute_s[i];
+    const double log_t = std::log(compute_s[i]);
+    sum_[i] += log_t;
+    sum_sq_[i] += log_t * log_t;
   }
   if (++steps_ < options_.min_steps) return false;
 
+  // On the log scale a stalled step counts by its ratio (a 5x stall adds ln 5 = 1.6 to one of k
+  // terms), where on the linear scale it dominated a fast rank's spread; the noise is the ranks'
+  // pooled variance, so one rank's stalls widen the bar by their share, not all of it.
   const size_t n = sum_.size();
   const double k = steps_;
-  cv_.resize(n);
-  double lo = HUGE_VAL, hi = 0;
+  double lo = HUGE_VAL, hi = -HUGE_VAL, pooled_var = 0;
   for (size_t i = 0; i < n; ++i) {
     const double mean = sum_[i] / k;
-    const double var = std::max(0.0, (sum_sq_[i] - k * mean * mean) / (k - 1));
-    cv_[i] = std::sqrt(var) / mean;
+    pooled_var += std::max(0.0, (sum_sq_[i] - k * mean * mean) / (k - 1)) / double(n);
     lo = std::min(lo, mean);
     hi = std::max(hi, mean);
   }
-  std::nth_element(cv_.begin(), cv_.begin() + long(n / 2), cv_.end());
-  const double rel_se = cv_[n / 2] / std::sqrt(k) * small_sample_widening(steps_ - 1);
-  const double z = extremes_z(n);
-  const double slow = hi * (1 - z * rel_se), fast = lo * (1 + z * rel_se);
-  if (!(slow > 0) || slow < options_.spread * fast) return false;
+  const double se = std::sqrt(pooled_var / k) * small_sample_widening(steps_ - 1);
+  if (hi - lo - 2 * extremes_z(n) * se < std::log(options_.spread)) return false;
   armed_ = false;
   return true;
 }

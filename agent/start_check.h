@@ -25,9 +25,10 @@ class StartCheck {
   // A decision was taken: the check has nothing left to do.
   void disarm() { armed_ = false; }
   bool armed() const { return armed_; }
-  // One step's compute times, one per rank. True once, at the step where the slowest rank's mean
-  // exceeds `spread` times the fastest's even with each moved z relative standard errors toward
-  // the other (the pooled step-to-step noise; z = 1 + sqrt(2 ln n) for the extremes of n ranks),
+  // One step's compute times, one per rank. True once, at the step where the slowest rank's
+  // geometric mean exceeds `spread` times the fastest's even with each moved z standard errors
+  // toward the other, on the log scale (the ranks' pooled step-to-step variance of log time; z =
+  // 1 + sqrt(2 ln n) for the extremes of n ranks),
   // the standard error widened for the few steps it comes from (small_sample_widening): ranks
   // sharing cores trade the free one for a few steps at a time, and 3 steps' spread alone let a
   // real homogeneous run's start through (docs/AGENT.md, item 18).
@@ -35,8 +36,7 @@ class StartCheck {
 
  private:
   Options options_;
-  std::vector<double> sum_, sum_sq_;
-  std::vector<double> cv_;  // per-rank relative spread, kept: no allocation per step
+  std::vector<double> sum_, sum_sq_;  // per rank: sums of log compute time and of its square
   int32_t steps_ = 0;
   int32_t startup_left_ = kStartupSteps;  // start-up steps still to set aside
   bool armed_ = true;
