@@ -1,5 +1,5 @@
 // DYNAMIX — main() for GoogleTest binaries run under mpirun: rank 0 prints, all ranks agree on
-// the exit code (any failing rank fails the test).
+// the exit code (any failing rank fails the test; a run that selects no test fails too).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -17,7 +17,11 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
   if (rank != 0) delete listeners.Release(listeners.default_result_printer());
-  const int rc = RUN_ALL_TESTS();
+  int rc = RUN_ALL_TESTS();
+  if (::testing::UnitTest::GetInstance()->test_to_run_count() == 0) {  // a filter that names no test
+    if (rank == 0) std::fprintf(stderr, "no test matches this run's --gtest_filter\n");
+    rc = 1;
+  }
   int worst = rc;
   MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rc != 0 && rank != 0) std::fprintf(stderr, "rank %d: tests failed\n", rank);

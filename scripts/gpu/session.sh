@@ -175,7 +175,12 @@ test_re = re.compile(r"^\s*TEST(?:_F|_P)?\(\s*(\w+)\s*,\s*(\w+)", re.M)
 sources = {f.name for f in pathlib.Path("tests").rglob("*.cc")
            if any(want.search(a) or want.search(b) for a, b in test_re.findall(f.read_text(errors="replace")))}
 for cm in pathlib.Path("tests").rglob("CMakeLists.txt"):
-    for name, body in re.findall(r"dynamix_add_(?:mpi_)?test\(\s*([\w${}]+)(.*?)\)", cm.read_text(), re.S):
+    text = cm.read_text()
+    lists = {}  # set(VAR ...) and list(APPEND VAR ...): source lists named by a variable
+    for var, vals in re.findall(r"\bset\(\s*(\w+)\s+([^)]*)\)", text) + re.findall(r"list\(\s*APPEND\s+(\w+)\s+([^)]*)\)", text):
+        lists[var] = lists.get(var, "") + " " + vals
+    text = re.sub(r"\$\{(\w+)\}", lambda m: lists.get(m.group(1), m.group(0)), text)
+    for name, body in re.findall(r"dynamix_add_(?:mpi_)?(?:test|binary)\(\s*([\w${}]+)(.*?)\)", text, re.S):
         if any(re.search(r"(^|[\s/])" + re.escape(s) + r"(\s|$)", body) for s in sources):
             rx = re.compile("^" + re.sub(r"\\\$\\\{\w+\\\}", ".*", re.escape(name)) + "$")
             found.update(p for p in phony if rx.match(p))
@@ -292,17 +297,17 @@ stage_test() {
   mapfile -t targets < <(gpu_targets)
   ((${#targets[@]})) || die "no build target matches '$GPU_TESTS' (configured without the CUDA toolkit?)"
   ensure_built "${targets[@]}"
-  # CTest names: discovered GoogleTest names (Suite.Test) and multi-rank tests named after their
-  # binary (target or target_npN); take those matching $GPU_TESTS or belonging to a GPU target.
+  # CTests matching $GPU_TESTS by name, or running a GPU target's binary (alone or under mpirun:
+  # the multi-rank runs of a shared binary are named after their test file, not the binary).
   local names
-  names=$(cd "$BUILD_DIR" && ctest -N | sed -n 's/^ *Test *#[0-9]*: //p' |
+  names=$(cd "$BUILD_DIR" && ctest --show-only=json-v1 |
     "$PY" -c '
-import re, sys
+import json, os, re, sys
 want = re.compile(sys.argv[1], re.I)
-targets = sys.argv[2:]
-for name in sys.stdin.read().splitlines():
-    if want.search(name) or any(name == t or re.fullmatch(re.escape(t) + r"_np\d+", name) for t in targets):
-        print(name)
+targets = set(sys.argv[2:])
+for test in json.load(sys.stdin)["tests"]:
+    if want.search(test["name"]) or targets & {os.path.basename(a) for a in test.get("command", [])}:
+        print(test["name"])
 ' "$GPU_TESTS" "${targets[@]}")
   [[ -n $names ]] || die "ctest lists no GPU test (GPU_TESTS='$GPU_TESTS')"
   local regex

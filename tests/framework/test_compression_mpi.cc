@@ -11,7 +11,7 @@
 namespace dynamix {
 namespace {
 
-const char* kConfig = R"(
+const char* kCompressionConfig = R"(
 model: mlp
 dataset: {name: synthetic, shape: [1, 8, 8], classes: 3, train_size: 4000, test_size: 40}
 batch: {init: [5, 17, 32, 64], min: 1, max: 128}
@@ -24,7 +24,7 @@ std::vector<torch::Tensor> train_with(const std::string& compression, Communicat
   TrainOptions opts;
   opts.write_outputs = false;
   opts.quiet = true;
-  Trainer t(parse_config(kConfig, "test", {"comm.compression=" + compression}), comm, opts);
+  Trainer t(parse_config(kCompressionConfig, "test", {"comm.compression=" + compression}), comm, opts);
   t.setup();
   t.prepare();
   for (int i = 0; i < 5; ++i) t.step();

@@ -7,6 +7,7 @@
 #include "framework/comm/mpi_runtime.h"
 #include "framework/train/trainer.h"
 #include "models/registry.h"
+#include "tests/torch_cuda.h"
 
 namespace dynamix {
 namespace {
@@ -30,10 +31,7 @@ double max_diff(Model& a, Model& b) {
 }
 
 // Empty when LibTorch sees a CUDA device; otherwise why not.
-std::string why_no_cuda() {
-  if (torch::cuda::is_available()) return {};
-  return at::hasCUDA() ? "no CUDA device visible to LibTorch" : "this LibTorch is built without CUDA";
-}
+using testing::why_no_cuda;
 
 struct Variant {
   bool overlap;

@@ -10,6 +10,7 @@
 #include "framework/comm/mpi_communicator.h"
 #include "framework/comm/mpi_runtime.h"
 #include "framework/train/grad_buckets.h"
+#include "tests/torch_cuda.h"
 
 #if DYNAMIX_HAVE_NCCL
 #include "framework/comm/nccl_communicator.h"
@@ -18,10 +19,7 @@
 namespace dynamix {
 namespace {
 
-std::string why_no_cuda() {
-  if (torch::cuda::is_available()) return {};
-  return at::hasCUDA() ? "no CUDA device visible to LibTorch" : "this LibTorch is built without CUDA";
-}
+using testing::why_no_cuda;
 
 #define SKIP_WITHOUT_CUDA()                                                    \
   do {                                                                         \
@@ -31,11 +29,11 @@ std::string why_no_cuda() {
 
 // Registered in an order unlike their use, a channels_last 4-D weight, and a parameter the loss
 // never touches.
-struct Net {
+struct DeviceNet {
   torch::Tensor w_last, conv, w_first, unused;
   std::vector<torch::Tensor> params() const { return {w_last, conv, w_first, unused}; }
 
-  Net(uint64_t seed, const torch::Device& device) {
+  DeviceNet(uint64_t seed, const torch::Device& device) {
     torch::manual_seed(seed);
     const auto on = torch::TensorOptions().device(device);
     w_last = torch::randn({4, 6 * 4 * 4}).to(on.device()).requires_grad_();
@@ -67,14 +65,14 @@ double weight_of(const Communicator& comm) {
 constexpr double kSmallBuckets = 0.002;  // several buckets of a few parameters
 
 // Gives the CUDA net the CPU net's gradients (so both paths reduce the same numbers).
-void copy_grads(const Net& from, Net& to) {
+void copy_grads(const DeviceNet& from, DeviceNet& to) {
   auto src = from.params(), dst = to.params();
   for (size_t i = 0; i < src.size(); ++i) {
     if (src[i].grad().defined()) dst[i].mutable_grad() = src[i].grad().to(dst[i].device());
   }
 }
 
-void expect_same_grads(const Net& cpu, const Net& cuda) {
+void expect_same_grads(const DeviceNet& cpu, const DeviceNet& cuda) {
   auto a = cpu.params(), b = cuda.params();
   for (size_t i = 0; i < a.size(); ++i) {
     ASSERT_TRUE(b[i].grad().defined()) << "parameter " << i;
@@ -87,7 +85,7 @@ void expect_same_grads(const Net& cpu, const Net& cuda) {
 void after_backward_matches_cpu(Communicator& comm) {
   MpiCommunicator mpi;
   const torch::Device gpu(torch::kCUDA, 0);
-  Net cpu(3, torch::kCPU), cuda(3, gpu);
+  DeviceNet cpu(3, torch::kCPU), cuda(3, gpu);
   GradBuckets cpu_buckets(cpu.params(), kSmallBuckets, mpi), cuda_buckets(cuda.params(), kSmallBuckets, comm);
   ASSERT_GT(cuda_buckets.num_buckets(), 2u);
   for (int step = 0; step < 3; ++step) {
@@ -116,7 +114,7 @@ TEST(GradBucketsCuda, DuringBackwardThroughPinnedHostBuffersOverMpi) {
   MpiCommunicator mpi;
   const torch::Device gpu(torch::kCUDA, 0);
   // The same CUDA backward twice: once reduced during it, once after it.
-  Net during(5, gpu), after(5, gpu);
+  DeviceNet during(5, gpu), after(5, gpu);
   GradBuckets overlapped(during.params(), kSmallBuckets, mpi), plain(after.params(), kSmallBuckets, mpi);
   overlapped.enable_overlap({});
   for (int step = 0; step < 3; ++step) {  // the second and third after the rebuild
@@ -144,7 +142,7 @@ TEST(GradBucketsCuda, AfterBackwardInPlaceWithNccl) {
   NcclCommunicator nccl(MPI_COMM_SELF, 0);  // one rank: the SUM is the packed bucket itself
   MpiCommunicator self(MPI_COMM_SELF);
   const torch::Device gpu(torch::kCUDA, 0);
-  Net cpu(9, torch::kCPU), cuda(9, gpu);
+  DeviceNet cpu(9, torch::kCPU), cuda(9, gpu);
   GradBuckets cpu_buckets(cpu.params(), kSmallBuckets, self),
       cuda_buckets(cuda.params(), kSmallBuckets, nccl);
   cpu.loss(batch(0, 0)).backward();
@@ -160,7 +158,7 @@ TEST(GradBucketsCuda, DuringBackwardWithNcclJoinsBeforeUnpacking) {
   SKIP_WITHOUT_CUDA();
   NcclCommunicator nccl(MPI_COMM_SELF, 0);
   const torch::Device gpu(torch::kCUDA, 0);
-  Net during(11, gpu), after(11, gpu);
+  DeviceNet during(11, gpu), after(11, gpu);
   GradBuckets overlapped(during.params(), kSmallBuckets, nccl), plain(after.params(), kSmallBuckets, nccl);
   overlapped.enable_overlap({});
   for (int step = 0; step < 3; ++step) {

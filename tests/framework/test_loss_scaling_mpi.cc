@@ -62,7 +62,7 @@ TEST(LossScaler, NeverBelowOneAndRestoresOnlyValidState) {
   EXPECT_THROW(s.restore(8, -1, 0), Error);
 }
 
-const char* kConfig = R"(
+const char* kLossScalingConfig = R"(
 model: cnn
 dataset: {name: synthetic, shape: [1, 12, 12], classes: 5, train_size: 600, test_size: 40}
 batch: {init: [24, 40], min: 1, max: 256}
@@ -76,7 +76,7 @@ std::unique_ptr<Trainer> make_trainer(Communicator& comm, std::vector<std::strin
   opts.write_outputs = false;
   opts.quiet = true;
   if (comm.size() == 1) overrides.push_back("batch.init=[32]");
-  auto t = std::make_unique<Trainer>(parse_config(kConfig, "test", overrides), comm, opts);
+  auto t = std::make_unique<Trainer>(parse_config(kLossScalingConfig, "test", overrides), comm, opts);
   t->setup();
   t->prepare();
   return t;

@@ -7,7 +7,7 @@
 namespace dynamix {
 namespace {
 
-const char* kConfig = R"(
+const char* kPlanConfig = R"(
 model: mlp
 dataset: {name: synthetic, shape: [1, 8, 8], classes: 3, train_size: 4000, test_size: 40}
 batch: {init: 16, min: 2, max: 64, global: fixed}
@@ -24,7 +24,7 @@ TEST(PlanBroadcast, EveryRankUsesRankZerosDecision) {
   TrainOptions opts;
   opts.write_outputs = false;
   opts.quiet = true;
-  Trainer trainer(parse_config(kConfig, "test"), comm, opts);
+  Trainer trainer(parse_config(kPlanConfig, "test"), comm, opts);
   trainer.setup();
   trainer.prepare();
   trainer.run();  // 21 steps: decisions after steps 10 and 20, step 21 runs the last plan
@@ -47,7 +47,7 @@ TEST(PlanBroadcast, EpochTailCanLeaveRanksWithoutSamples) {
   opts.write_outputs = false;
   opts.quiet = true;
   Trainer trainer(
-      parse_config(kConfig, "test",
+      parse_config(kPlanConfig, "test",
                    {"dataset.train_size=100", "batch.init=[1,2,3,90]", "batch.min=1", "batch.max=128",
                     "policy.name=static", "policy.window=50", "hetero.slowdown=[1.0]"}),
       comm, opts);
