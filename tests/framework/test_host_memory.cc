@@ -31,7 +31,8 @@ size_t mapped_bytes_while_holding_a_block() {
   return mapped;
 }
 
-// Each test runs in a process of its own (gtest_discover_tests): mallopt is for the process.
+// Each test runs in a process of its own (EACH_TEST_ALONE in tests/framework/CMakeLists.txt):
+// mallopt is for the process.
 TEST(HostMemory, GlibcDefaultsMapALargeBlockOnItsOwn) {
   EXPECT_GE(mapped_bytes_while_holding_a_block(), kBlock);
 }
