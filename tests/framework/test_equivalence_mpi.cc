@@ -30,7 +30,6 @@ double max_diff(Model& a, Model& b) {
   return worst;
 }
 
-// Empty when LibTorch sees a CUDA device; otherwise why not.
 using testing::why_no_cuda;
 
 struct Variant {
