@@ -55,6 +55,14 @@ RunOutputs::RunOutputs(const std::string& dir, bool resume, int64_t resume_step,
     if (entry.path().filename().string().rfind(stale_prefix, 0) == 0)
       std::filesystem::remove(entry.path(), ec);
   }
+  // A fresh run over an old one (--overwrite) starts from nothing: what the old run wrote at its
+  // checkpoints or at its end must not outlive it should this run stop before writing its own.
+  if (!resume) {
+    for (const char* name : {"checkpoint.pt", "summary.json", "policy.pt", "samples.jsonl"}) {
+      if (!std::filesystem::remove(dir_ + "/" + name, ec) && ec)
+        throw Error("output.dir '" + dir_ + "': cannot remove the old run's " + name + ": " + ec.message());
+    }
+  }
   open(metrics_, "metrics.jsonl", resume, resume_step);
   open(eval_, "eval.jsonl", resume, resume_step);
   open(decisions_, "decisions.jsonl", resume, resume_step);

@@ -15,6 +15,7 @@
 #include "framework/core/error.h"
 #include "framework/core/host_memory.h"
 #include "framework/core/random.h"
+#include "framework/core/strings.h"
 #include "framework/train/checkpoint_file.h"
 #include "framework/train/device.h"
 #include "framework/train/foreach_sgd.h"
@@ -561,6 +562,10 @@ void Trainer::apply_gradients(StepState& s) {
   // Loss scaling: every rank computed the same global norm from the same reduced buckets, so all
   // skip the same steps. Then the optimizer step at the learning rate of the planned global batch.
   const bool finite = std::isfinite(s.red.global_sq_norm);
+  // Unscaled, nothing would make the next step's gradient finite again: applied, it would ruin the
+  // weights. (With loss scaling such a step is skipped and the scale lowered.)
+  if (!finite && !scaler_.enabled())
+    throw_diverged(progress_.step + 1, "the averaged gradient is not finite");
   last_applied_ = scaler_.update(finite);
   if (finite) {
     // |g_i|^2 of the local mean gradient: the packer saw it before scaling, i.e. times S^2.
@@ -586,6 +591,10 @@ void Trainer::record_step(StepState& s) {
   auto buf = StepExchange::pack(s.mine, rank_, world_);
   if (world_ > 1) comm_.allreduce_sum(buf.data(), buf.size(), DType::kFloat64);
   const StepExchange ex = StepExchange::unpack(buf, world_);
+  // Not finite in the forward pass, which no loss scale reaches: diverged, in every precision.
+  if (!std::isfinite(ex.loss)) {
+    throw_diverged(progress_.step + 1, "the training loss is " + format_number("%g", ex.loss));
+  }
   window_.add(ex, rank_, plan_[static_cast<size_t>(rank_)]);
   if (rank_ == 0 && world_ > 1 && last_applied_) {
     std::vector<double> sq;

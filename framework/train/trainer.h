@@ -46,6 +46,14 @@ class OutputWriteError : public Error {
   using Error::Error;
 };
 
+// Training diverged: a value every rank agrees on (the averaged gradient without loss scaling, the
+// training loss, the test loss) is not finite. Every rank stops at the same point; nothing of that
+// step or evaluation is applied or written.
+class DivergedError : public Error {
+ public:
+  using Error::Error;
+};
+
 struct TrainOptions {
   bool resume = false;     // continue from output.dir's checkpoint
   bool overwrite = false;  // start afresh even if output.dir holds a checkpoint
@@ -133,7 +141,11 @@ class Trainer {
   Batch for_model(Batch b, bool non_blocking = false) const;
   // Every rank learns whether rank 0 failed to write an output; throws OutputWriteError if so.
   void check_outputs_written();
+  // "the checkpoint of step N is kept" or "no checkpoint was written" (rank 0 knows).
+  std::string checkpoint_kept() const;
   [[noreturn]] void throw_output_error() const;
+  // Throws DivergedError for `step`: what was not finite, what is kept, what to change.
+  [[noreturn]] void throw_diverged(int64_t step, const std::string& what) const;
   // All ranks learn which ranks ran out of memory in this step (batch size per rank, 0 = fine);
   // empty when none did. One 8-byte allreduce in the common case.
   std::vector<int32_t> agree_on_memory(bool out_of_memory, int32_t batch);

@@ -96,6 +96,10 @@ void Trainer::maybe_evaluate(bool force) {
   last_eval_step_ = progress_.step;
   progress_.last_eval_step = progress_.step;
   const auto [loss, acc] = evaluate();
+  if (!std::isfinite(loss)) {
+    throw_diverged(progress_.step, "the test loss is " + format_number("%g", loss) + " (test accuracy " +
+                                       format_number("%.4f", acc) + ")");
+  }
   const double now = elapsed();
   progress_.last_test_accuracy = acc;
   progress_.best_test_accuracy = std::max(progress_.best_test_accuracy, acc);
@@ -324,14 +328,23 @@ void Trainer::check_outputs_written() {
   if (failed) throw_output_error();
 }
 
+std::string Trainer::checkpoint_kept() const {
+  return last_checkpoint_step_ >= 0
+             ? "the checkpoint of step " + std::to_string(last_checkpoint_step_) + " is kept"
+             : "no checkpoint was written";
+}
+
 void Trainer::throw_output_error() const {
   if (!outputs_) throw OutputWriteError("rank 0 could not write the run's outputs; stopped");
-  const std::string kept = last_checkpoint_step_ >= 0
-                               ? "the checkpoint of step " + std::to_string(last_checkpoint_step_) +
-                                     " is kept: free space and pass --resume to continue"
-                               : "no checkpoint was written";
+  const std::string resume = last_checkpoint_step_ >= 0 ? ": free space and pass --resume to continue" : "";
   throw OutputWriteError(outputs_->error() + "; run stopped at step " + std::to_string(progress_.step) +
-                         " (" + kept + ")");
+                         " (" + checkpoint_kept() + resume + ")");
+}
+
+void Trainer::throw_diverged(int64_t step, const std::string& what) const {
+  throw DivergedError("training diverged at step " + std::to_string(step) + ": " + what +
+                      "; no output of it was written and " + checkpoint_kept() + ". Lower train.lr (" +
+                      format_number("%g", config_.train.lr) + " here) or check the data and train.loss");
 }
 
 bool Trainer::run() {

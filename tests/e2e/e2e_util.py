@@ -81,16 +81,16 @@ def check_outputs(outdir):
     assert r.returncode == 0, f"check-outputs failed for {outdir}"
 
 
-def expect_error(cmd, needle, what, env=None):
-    """Runs `cmd` (in `env`, if given); expects a non-zero exit and a clean message (no crash trace)
-    holding `needle`. Returns the run's stdout and stderr."""
+def expect_error(cmd, needle, what, env=None, status=None):
+    """Runs `cmd` (in `env`, if given); expects a non-zero exit (`status`, if given) and a clean
+    message (no crash trace) holding `needle`. Returns the run's stdout and stderr."""
     # mpirun waits odls_base_sigkill_timeout (1 s) after a rank fails before it kills the others;
     # the ranks of these runs all end by themselves, so the wait only costs time.
     env = dict(os.environ if env is None else env, OMPI_MCA_odls_base_sigkill_timeout="0")
     r = run(cmd, timeout=300, env=env)
     out = r.stdout + r.stderr
-    if r.returncode == 0:
-        fail(f"{what}: exit 0, expected an error\n{out}")
+    if r.returncode == 0 or status not in (None, r.returncode):
+        fail(f"{what}: exit {r.returncode}, expected {status or 'an error'}\n{out}")
     if needle not in out:
         fail(f"{what}: error does not mention {needle!r}:\n{out}")
     # LibTorch's assertions and backtraces, C++ stream errors: not messages for a user.

@@ -25,6 +25,22 @@ def idx_labels(n):
     return struct.pack(">II", 0x801, n) + bytes(n)
 
 
+def diverged(cfg, out):
+    """A learning rate that makes training diverge, over the good run: a clear error and exit 65 at
+    the first step or evaluation that is not finite, every line written finite, and nothing of the
+    old run left to pass for this one's (its summary and checkpoint are gone: no checkpoint was due)."""
+    r = expect_error(train_cmd(2, cfg, ["train.lr=1e8", "train.max_steps=8", "train.eval_every=1"], ["--overwrite"]),
+                     "training diverged at step", "training that diverges", status=65)
+    for name in ("metrics.jsonl", "eval.jsonl"):
+        for line in (out / name).read_text().splitlines():
+            if "null" in line or "NaN" in line or "Infinity" in line:
+                fail(f"diverged run: {name} holds a value that is not finite: {line}")
+    left = [name for name in ("summary.json", "checkpoint.pt") if (out / name).exists()]
+    if left or "Lower train.lr" not in r:
+        fail(f"diverged run: the old run's {left} left behind, or no advice in:\n{r}")
+    print("ok: diverged run: exit 65, finite lines only, no old summary or checkpoint")
+
+
 def main():
     with TempDir() as d:
         out = d / "run"
@@ -99,6 +115,7 @@ def main():
         r = run(train_cmd(2, cfg, [], ["--overwrite"]))
         if r.returncode != 0:
             fail("--overwrite run failed:\n" + r.stdout + r.stderr)
+        diverged(cfg, out)
     print("bad-input e2e: all cases passed")
 
 
