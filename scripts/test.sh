@@ -15,9 +15,9 @@ stage_done setup
 ./scripts/build.sh
 stage_done build
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Every test, nproc slots at a time: each multi-rank and end-to-end test takes a slot per rank
-# (PROCESSORS in tests/CMakeLists.txt, tests/e2e/CMakeLists.txt), so the real runs the end-to-end
-# tests time never share a core with another test's; on 2 cores they run alone.
+# Every test, nproc slots at a time: a multi-rank test takes a slot per rank, an end-to-end test
+# the cores it keeps busy (PROCESSORS in tests/CMakeLists.txt, tests/e2e/CMakeLists.txt), and the
+# end-to-end tests that time real steps run alone (RUN_SERIAL).
 ctest --test-dir build --output-on-failure --timeout 1500 -j "$(nproc)" "$@"
 stage_done ctest
 # ASan+UBSan build of the unit and multi-rank tests in build-asan/ (~12 min cold on 2 cores).
