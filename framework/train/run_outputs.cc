@@ -56,9 +56,11 @@ RunOutputs::RunOutputs(const std::string& dir, bool resume, int64_t resume_step,
       std::filesystem::remove(entry.path(), ec);
   }
   // A fresh run over an old one (--overwrite) starts from nothing: what the old run wrote at its
-  // checkpoints or at its end must not outlive it should this run stop before writing its own.
+  // checkpoints or at its end must not pass for this run's should it stop before writing its own.
+  // (The old policy.pt stays: a policy, not a claim about this run, and maybe this run's
+  // policy.checkpoint.)
   if (!resume) {
-    for (const char* name : {"checkpoint.pt", "summary.json", "policy.pt", "samples.jsonl"}) {
+    for (const char* name : {"checkpoint.pt", "summary.json", "samples.jsonl"}) {
       if (!std::filesystem::remove(dir_ + "/" + name, ec) && ec)
         throw Error("output.dir '" + dir_ + "': cannot remove the old run's " + name + ": " + ec.message());
     }
