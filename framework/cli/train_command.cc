@@ -19,11 +19,6 @@
 namespace dynamix {
 namespace {
 
-// sysexits' EX_IOERR: the run's outputs could not be written (the watchdog's lost rank is 75).
-constexpr int kExitOutputFailed = 74;
-// sysexits' EX_DATAERR: training diverged (a gradient or loss that is not finite).
-constexpr int kExitDiverged = 65;
-
 // Agrees across ranks on whether a set-up phase failed. Failing ranks print their error (rank 0
 // alone when every rank failed the same way, to avoid N copies). Returns true if all succeeded.
 bool all_ok(Communicator& comm, const std::string& error) {
@@ -180,13 +175,10 @@ int run_train(const TrainCommand& cmd, int* argc, char*** argv) {
   int status = 0;
   try {
     trainer->run();
-  } catch (const OutputWriteError& e) {
+  } catch (const RunStopped& e) {
     // Every rank stopped at the same step boundary: a clean exit, rank 0 saying why.
     if (comm.rank() == 0) std::fprintf(stderr, "dynamix: error: %s\n", e.what());
-    status = kExitOutputFailed;
-  } catch (const DivergedError& e) {
-    if (comm.rank() == 0) std::fprintf(stderr, "dynamix: error: %s\n", e.what());
-    status = kExitDiverged;
+    status = e.status();
   } catch (const std::exception& e) {
     // Mid-run failures may leave other ranks inside a collective: abort the whole job.
     MpiRuntime::abort(brief_error(e));

@@ -38,20 +38,30 @@ namespace dynamix {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& train,
                                                         const std::vector<torch::Tensor>& params);
 
-// Thrown by Trainer::run() on every rank when rank 0 could not write the run's outputs (a full
-// disk, say): the run stopped at a step boundary and the last good checkpoint stays. what(): the
-// file and the reason on rank 0, a shorter note on the others.
-class OutputWriteError : public Error {
+// Every rank stopped at the same step boundary, for a reason all of them know: a clean exit with
+// `status` (sysexits), rank 0 saying why; nothing more is written.
+class RunStopped : public Error {
  public:
-  using Error::Error;
+  RunStopped(const std::string& what, int status) : Error(what), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
 };
 
-// Training diverged: a value every rank agrees on (the averaged gradient without loss scaling, the
-// training loss, the test loss) is not finite. Every rank stops at the same point; nothing of that
-// step or evaluation is applied or written.
-class DivergedError : public Error {
+// Rank 0 could not write the run's outputs (a full disk, say; EX_IOERR): the last good checkpoint
+// stays. what(): the file and the reason on rank 0, a shorter note on the others.
+class OutputWriteError : public RunStopped {
  public:
-  using Error::Error;
+  explicit OutputWriteError(const std::string& what) : RunStopped(what, 74) {}
+};
+
+// Training diverged (EX_DATAERR): a value every rank agrees on (the averaged gradient without loss
+// scaling, the training loss, the test loss) is not finite; nothing of that step or evaluation is
+// written.
+class DivergedError : public RunStopped {
+ public:
+  explicit DivergedError(const std::string& what) : RunStopped(what, 65) {}
 };
 
 struct TrainOptions {
@@ -78,7 +88,7 @@ class Trainer {
   // Collective set-up: resume from checkpoint or broadcast rank 0's parameters; opens outputs.
   void prepare();
   // Trains to the end (epochs / max_steps) or until a stop signal; writes summary.json.
-  // Returns true if it stopped early on a signal (checkpoint written). Throws OutputWriteError.
+  // Returns true if it stopped early on a signal (checkpoint written). Throws RunStopped.
   bool run();
 
   // One training step with the current plan (exposed for tests and `dynamix bench step`).

@@ -149,10 +149,11 @@ def host_memory_lines(d):
 
 
 # Options of one family cannot share a run: each model comes with the data and the loss it fits
-# (the MSE case's learning rate makes ResNet-18 diverge), and the monitor cases contradict each
+# (the MSE case's learning rate makes ResNet-18 diverge), and the layout and precision cases are
+# about the default CNN (channels-last does nothing to an MLP); the monitor cases contradict each
 # other (off, on, disabled). Every other option is its own family.
-FAMILIES = {"model": "model and data", "dataset": "model and data", "batch.init": "model and data",
-            "train.loss": "model and data", "monitor": "monitor"}
+FAMILIES = {"model": "model", "dataset": "model", "batch.init": "model", "train.loss": "model",
+            "train.channels_last": "model", "train.precision": "model", "monitor": "monitor"}
 
 
 def families(sets):
