@@ -15,8 +15,7 @@ if [[ ! -f $dir/CMakeCache.txt ]]; then
     -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-    -DDYNAMIX_SANITIZE=address,undefined -DDYNAMIX_BUILD_BENCHMARKS=OFF -DDYNAMIX_WITH_CUDA=OFF \
-    -DDYNAMIX_UNITY_BUILD=ALL
+    -DDYNAMIX_SANITIZE=address,undefined -DDYNAMIX_BUILD_BENCHMARKS=OFF -DDYNAMIX_WITH_CUDA=OFF
 fi
 cmake --build "$dir" -j "$(nproc)" --target dynamix_tests
 
