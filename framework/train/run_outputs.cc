@@ -17,6 +17,9 @@
 namespace dynamix {
 namespace {
 
+constexpr const char* kSummary = "summary.json";
+constexpr const char* kSamples = "samples.jsonl";
+
 std::string errno_text() { return std::strerror(errno); }
 
 // Bytes of the log's valid prefix for a resume at `resume_step`: whole lines (ending in '\n')
@@ -60,15 +63,15 @@ RunOutputs::RunOutputs(const std::string& dir, bool resume, int64_t resume_step,
   // (The old policy.pt stays: a policy, not a claim about this run, and maybe this run's
   // policy.checkpoint.)
   if (!resume) {
-    for (const char* name : {"checkpoint.pt", "summary.json", "samples.jsonl"}) {
-      if (!std::filesystem::remove(dir_ + "/" + name, ec) && ec)
-        throw Error("output.dir '" + dir_ + "': cannot remove the old run's " + name + ": " + ec.message());
+    for (const std::string& path : {checkpoint_path_in(dir_), dir_ + "/" + kSummary, dir_ + "/" + kSamples}) {
+      if (!std::filesystem::remove(path, ec) && ec)
+        throw Error("cannot remove the old run's " + path + ": " + ec.message());
     }
   }
   open(metrics_, "metrics.jsonl", resume, resume_step);
   open(eval_, "eval.jsonl", resume, resume_step);
   open(decisions_, "decisions.jsonl", resume, resume_step);
-  if (sample_log) open(samples_, "samples.jsonl", resume, resume_step);
+  if (sample_log) open(samples_, kSamples, resume, resume_step);
 }
 
 RunOutputs::~RunOutputs() {
@@ -105,7 +108,7 @@ void RunOutputs::write_file(const std::string& name, const std::string& text) co
 void RunOutputs::write_summary(const nlohmann::json& summary) {
   if (failed()) return;
   try {
-    write_file("summary.json", summary.dump(2) + "\n");
+    write_file(kSummary, summary.dump(2) + "\n");
   } catch (const Error& e) {
     error_ = e.what();
   }
