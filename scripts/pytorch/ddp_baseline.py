@@ -29,14 +29,12 @@ Launch: /usr/bin/python3 scripts/pytorch/ddp_baseline.py --nproc 4 --config CONF
 import argparse
 import json
 import os
-import socket
 import sys
 import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
@@ -94,10 +92,10 @@ def evaluate(model, test, rank, world, chunk=500):
 
 
 def train(rank, world, local_world, cfg):
+    """Trains this rank in an initialized gloo group; never returns (see ref.exit_now)."""
     t = cfg["train"]
     threads = threads_for(local_world)
     torch.set_num_threads(threads)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
     if cfg.get("model", "cnn") != "cnn":
         raise SystemExit(f"model '{cfg.get('model')}': the DDP baseline replicates DYNAMIX's cnn only")
     if t["optimizer"] != "sgd":
@@ -240,22 +238,11 @@ def train(rank, world, local_world, cfg):
             f"final test accuracy {last_acc:.4f}, {samples_seen / total:.0f} samples/s, "
             f"wait {100 * wait_sum / max(1, step):.1f}%, {ttt}")
     dist.barrier()
-    dist.destroy_process_group()
+    ref.exit_now()  # here, while this frame still holds `ddp`
 
 
-def hard_exit():
-    """Ends a rank without interpreter finalization. Seen here (2026-11-24): at exit, DDP's Reducer
-    destroys ProcessGroupGloo, which joins a gloo worker thread that is freeing a Python-visible
-    tensor and waits for the GIL the joining thread holds: a deadlock, one rank spinning forever."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
-
-
-def spawned(rank, world, port, cfg):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+def spawned(rank, world, cfg):
     train(rank, world, world, cfg)
-    hard_exit()
 
 
 def main():
@@ -266,14 +253,11 @@ def main():
     args = ap.parse_args()
     cfg = ref.load_config(args.config, args.set)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
+        dist.init_process_group("gloo")
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
               int(os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"])), cfg)
-        hard_exit()
     world = args.nproc or len((cfg.get("batch") or {}).get("init", [1])) or 1
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(spawned, args=(world, port, cfg), nprocs=world, join=True)
+    ref.spawn_gloo(spawned, world, (cfg,))
     return 0
 
 

@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,6 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,12 +41,6 @@ import dynamix_ref as ref  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FMNIST = "/usr/share/datasets/fashion-mnist"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def flat(tensors):
@@ -98,10 +90,8 @@ def run_dynamix(binary, workdir, datadir, batches, seed, lr, tag):
     return ref.read_checkpoint_params(out / "checkpoint.pt")
 
 
-def ddp_worker(rank, world, port, w0, batches_x, batches_y, result_path):
-    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+def ddp_worker(rank, world, w0, batches_x, batches_y, result_path):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
     model = ref.Cnn()
     model.load_state_dict(w0)
     ddp = torch.nn.parallel.DistributedDataParallel(model)
@@ -110,12 +100,7 @@ def ddp_worker(rank, world, port, w0, batches_x, batches_y, result_path):
     if rank == 0:
         torch.save([p.grad.detach().clone() for p in model.parameters()], result_path)
     dist.barrier()
-    dist.destroy_process_group()
-    # No interpreter finalization: DDP's Reducer can deadlock destroying the gloo group at exit
-    # (see ddp_baseline.py hard_exit).
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    ref.exit_now()  # here, while this frame still holds `ddp`
 
 
 def main():
@@ -180,7 +165,7 @@ def main():
 
         # (ii) real DDP, gloo, one process per rank.
         result = work / "ddp_grad.pt"
-        mp.spawn(ddp_worker, args=(world, free_port(), w0, xs, ys, str(result)), nprocs=world, join=True)
+        ref.spawn_gloo(ddp_worker, world, (w0, xs, ys, str(result)))
         g_ddp = flat(torch.load(result))
 
         # (iii) DYNAMIX's applied gradient from its weights, or the formula.

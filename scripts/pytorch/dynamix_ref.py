@@ -12,15 +12,21 @@ Each function names the C++ it mirrors; change both together.
   - load_config          the YAML config plus `--set key.sub=value` overrides (values parsed as YAML)
   - read_checkpoint_params  framework/train/checkpoint_file.cc: a 24-byte header, then a
                          TorchScript archive that torch.jit.load reads; parameters under model.*
+And what the DDP scripts share: spawn_gloo and exit_now.
 Debian's /usr/bin/python3 has torch 1.13, numpy and yaml.
 """
 import copy
 import gzip
 import io
 import os
+import shutil
+import sys
+import tempfile
 
 import numpy as np
 import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
 import yaml
@@ -235,3 +241,33 @@ def read_checkpoint_params(path):
     archive = torch.jit.load(io.BytesIO(data[24:]), map_location="cpu")
     return {k[len("model."):]: v.detach().clone() for k, v in archive.state_dict().items()
             if k.startswith("model.")}
+
+
+# ---- gloo process groups ----
+
+def _gloo_rank(rank, world, store, fn, args):
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    fn(rank, world, *args)
+    exit_now()
+
+
+def spawn_gloo(fn, world, args=()):
+    """Runs fn(rank, world, *args) in `world` spawned processes joined in one gloo group.
+    The group meets through a file in a fresh directory, not a TCP port: a port picked free and
+    then released can be taken by another process before rank 0 binds it."""
+    tmp = tempfile.mkdtemp(prefix="dynamix_gloo_")
+    try:
+        mp.spawn(_gloo_rank, args=(world, os.path.join(tmp, "store"), fn, args), nprocs=world, join=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def exit_now():
+    """Ends this rank without interpreter finalization or freeing its DDP module. PyTorch 1.13's
+    ProcessGroupGloo destructor joins its worker threads while holding the GIL, and a worker that
+    frees a Python-visible tensor waits for the GIL: a deadlock, seen here at exit on 2026-11-24,
+    and a CI run hung 300 s in ddp_baseline.py (2026-11-29) when train() returned and freed its
+    DDP module first. So a rank that used DDP calls this from the frame that holds the module."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

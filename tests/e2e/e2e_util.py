@@ -38,8 +38,16 @@ def train_cmd(np, config, sets=(), extra=()):
 
 
 def run(cmd, timeout=600, **kw):
+    """The finished command; one still running after `timeout` s is killed and fails the test,
+    with what it printed so far (keep `timeout` under the test's own, or ctest kills us first)."""
     print("+", " ".join(str(c) for c in cmd), flush=True)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired as e:
+        for part in (e.stdout, e.stderr):
+            text = part.decode(errors="replace") if isinstance(part, bytes) else part
+            print((text or "")[-3000:])
+        fail(f"still running after {timeout} s, killed: {' '.join(str(c) for c in cmd)}")
 
 
 def read_jsonl(path, torn_ok=False):
