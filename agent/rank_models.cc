@@ -13,6 +13,7 @@ namespace dynamix {
 namespace {
 constexpr int kMinAffineObservations = 3;     // two parameters and one degree of freedom for the noise
 constexpr double kAlphaSignificance = 2;      // |alpha| / standard error to keep the fixed cost
+constexpr double kBetaSignificance = 2;       // and beta / its standard error
 constexpr double kMedianVarianceCost = 1.57;  // variance of a median over that of a mean (pi/2)
 }  // namespace
 
@@ -46,9 +47,14 @@ RankTimeModels::Model RankTimeModels::fit(const std::deque<Observation>& obs) co
   if (n >= size_t(kMinAffineObservations) && hi->batch - lo->batch >= 0.5) {
     // The fixed cost alpha is kept only where it is significant: batches that barely vary under
     // noisy times give a slope of pure noise (a homogeneous cluster would then split its batch
-    // 16..51 on a 32 plan).
+    // 16..51 on a 32 plan). And only where the slope is determined too: over batches 47-59 with
+    // times that wander 10-15 % between windows (ranks sharing cores), a slope near 0 makes the
+    // intercept all of the time and "significant", a model in which the rank's batch hardly
+    // matters (alpha 35 ms, beta 0.016 ms on a rank at 36 ms: the README demo, 2026-11-29), and
+    // the split proposed moving 16 of such a rank's 47 samples to another (docs/AGENT.md item 21).
     const AffineFit f = fit_affine(n, point);
-    if (f.ok && f.slope > 0 && f.intercept > kAlphaSignificance * f.intercept_se) {
+    if (f.ok && f.slope > kBetaSignificance * f.slope_se &&
+        f.intercept > kAlphaSignificance * f.intercept_se) {
       m.alpha = f.intercept;
       m.beta = f.slope;
     }

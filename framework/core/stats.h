@@ -47,7 +47,8 @@ struct AffineFit {
   // the weighted residuals) and the weights taken as given: the sandwich estimate, valid also when
   // the weights only discount age. Infinite with fewer than 3 points.
   double intercept_se = HUGE_VAL;
-  bool ok = false;  // positive total weight and spread in x: both terms identified
+  double slope_se = HUGE_VAL;  // the same for the slope
+  bool ok = false;             // positive total weight and spread in x: both terms identified
 };
 
 // point_at(k) -> WeightedPoint, k in [0, n): the points are read twice, nothing is stored.
@@ -74,16 +75,20 @@ AffineFit fit_affine(size_t n, PointAt point_at) {
   // intercept = sum_k l_k y_k with l_k = w_k (1/sw - xm (x_k - xm)/sxx).
   const double n_eff = sw * sw / sww;
   if (n < 3 || !(n_eff > 2)) return f;
-  double rss = 0, ll = 0;
+  // slope = sum_k m_k y_k with m_k = w_k (x_k - xm)/sxx.
+  double rss = 0, ll = 0, mm = 0;
   for (size_t k = 0; k < n; ++k) {
     const WeightedPoint p = point_at(k);
     const double r = p.y - f.intercept - f.slope * p.x;
     const double l = p.w * (1 / sw - xm * (p.x - xm) / sxx);
+    const double m = p.w * (p.x - xm) / sxx;
     rss += p.w * r * r;
     ll += l * l;
+    mm += m * m;
   }
   const double s2 = rss / sw * n_eff / (n_eff - 2);
   f.intercept_se = std::sqrt(s2 * ll);
+  f.slope_se = std::sqrt(s2 * mm);
   return f;
 }
 
