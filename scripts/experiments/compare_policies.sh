@@ -43,13 +43,19 @@ done
 python3 - "$out" "${labels[@]}" <<'PY'
 import json, statistics, sys
 from pathlib import Path
+sys.path.insert(0, "scripts/experiments")
+import wait_split
 out, policies = Path(sys.argv[1]), sys.argv[2:]
-print(f"{'policy':14} {'runs':>4} {'total_s':>8} {'ttt_s':>7} {'acc':>7} {'wait':>6} {'samples/s':>9}")
+# imbal: the part of the wait that unequal mean times under one plan cause (wait_split.py)
+print(f"{'policy':14} {'runs':>4} {'total_s':>8} {'ttt_s':>7} {'acc':>7} {'wait':>6} {'imbal':>6} {'samples/s':>9}")
 for p in policies:
-    rows = [json.loads(f.read_text()) for f in sorted(out.glob(f"{p}.*/summary.json"))]
+    runs = [f.parent for f in sorted(out.glob(f"{p}.*/summary.json"))]
+    rows = [json.loads((d / "summary.json").read_text()) for d in runs]
     if not rows:
         print(f"{p:14} no completed run"); continue
+    for r, d in zip(rows, runs):
+        r["imbalance"] = wait_split.split(wait_split.step_rows(d))[1]
     med = lambda k: statistics.median(r[k] for r in rows if r.get(k) is not None) if any(r.get(k) is not None for r in rows) else float("nan")
     print(f"{p:14} {len(rows):4d} {med('total_time_s'):8.1f} {med('time_to_target_s'):7.1f} "
-          f"{med('final_test_accuracy'):7.4f} {med('mean_wait_fraction'):6.3f} {med('mean_throughput'):9.0f}")
+          f"{med('final_test_accuracy'):7.4f} {med('mean_wait_fraction'):6.3f} {med('imbalance'):6.3f} {med('mean_throughput'):9.0f}")
 PY
