@@ -49,19 +49,23 @@ class RunStopped : public Error {
   int status_;
 };
 
-// Rank 0 could not write the run's outputs (a full disk, say; EX_IOERR): the last good checkpoint
+// The exit statuses of the two agreed stops below (sysexits.h's EX_IOERR and EX_DATAERR).
+constexpr int kExitOutputError = 74;
+constexpr int kExitDiverged = 65;
+
+// Rank 0 could not write the run's outputs (a full disk, say): the last good checkpoint
 // stays. what(): the file and the reason on rank 0, a shorter note on the others.
 class OutputWriteError : public RunStopped {
  public:
-  explicit OutputWriteError(const std::string& what) : RunStopped(what, 74) {}
+  explicit OutputWriteError(const std::string& what) : RunStopped(what, kExitOutputError) {}
 };
 
-// Training diverged (EX_DATAERR): a value every rank agrees on (the averaged gradient without loss
+// Training diverged: a value every rank agrees on (the averaged gradient without loss
 // scaling, the training loss, the test loss) is not finite; nothing of that step or evaluation is
 // written.
 class DivergedError : public RunStopped {
  public:
-  explicit DivergedError(const std::string& what) : RunStopped(what, 65) {}
+  explicit DivergedError(const std::string& what) : RunStopped(what, kExitDiverged) {}
 };
 
 struct TrainOptions {
