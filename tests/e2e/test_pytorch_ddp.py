@@ -7,7 +7,6 @@
    DDP's gradient is exact), the same test losses as `dynamix train` on the same config: same model,
    init, data, sample order and learning rate schedule."""
 import json
-import os
 import sys
 
 from e2e_util import DYNAMIX, SOURCE_DIR, TempDir, check_outputs, fail, read_jsonl, run, train_cmd, write
@@ -15,8 +14,6 @@ from e2e_util import DYNAMIX, SOURCE_DIR, TempDir, check_outputs, fail, read_jso
 PY = SOURCE_DIR / "scripts" / "pytorch"
 sys.path.insert(0, str(PY))
 from ddp_gradient_error import small_dataset_dir  # noqa: E402
-
-PYTHON_ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}  # a run killed at its timeout shows how far it got
 
 CONFIG = """
 model: cnn
@@ -34,8 +31,7 @@ def main():
     with TempDir() as tmp:
         # 1. The gradient error on one fixed step.
         out_json = tmp / "grad.json"
-        r = run([sys.executable, str(PY / "ddp_gradient_error.py"), "--json", str(out_json)], timeout=100,
-                env=PYTHON_ENV)
+        r = run([sys.executable, str(PY / "ddp_gradient_error.py"), "--json", str(out_json)], timeout=100)
         print(r.stdout[-3000:], r.stderr[-3000:])
         if r.returncode != 0:
             fail(f"ddp_gradient_error.py exited {r.returncode}")
@@ -56,7 +52,7 @@ def main():
         cfg = write(tmp / "c.yaml", CONFIG.format(data=data, out=tmp / "unused"))
         ddp_out, dx_out = tmp / "ddp", tmp / "dx"
         r = run([sys.executable, str(PY / "ddp_baseline.py"), "--nproc", "2", "--config", str(cfg),
-                 "--set", f"output.dir={ddp_out}"], timeout=60, env=PYTHON_ENV)
+                 "--set", f"output.dir={ddp_out}"], timeout=60)
         print(r.stdout[-3000:], r.stderr[-3000:])
         if r.returncode != 0:
             fail(f"ddp_baseline.py exited {r.returncode}")
