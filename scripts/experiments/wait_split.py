@@ -9,7 +9,9 @@ times may differ (imbalance: a better split removes it) and each step scatters a
 every rank's mean made equal and each step's deviations kept; the imbalance part is the rest.
 
 Means are taken per plan, over that plan's steps, so a stretch of a few steps counts mostly as
-scatter (one step alone is all scatter): compare runs whose plans last similar stretches.
+scatter (one step alone is all scatter): compare runs whose plans last similar stretches. Equal
+means are not always the fastest split: where ranks scatter unequally, giving the noisier ones a
+little less (dynamix's noise-aware split) shortens the step and shows here as imbalance.
 
 Usage: wait_split.py RUN_DIR [RUN_DIR ...]   (each with a metrics.jsonl)
 """
