@@ -25,6 +25,8 @@ the batch prefetch thread (a batch here is one index_select of uint8 images in t
 
 Launch: /usr/bin/python3 scripts/pytorch/ddp_baseline.py --nproc 4 --config CONFIG [--set k=v ...]
     or: torchrun --nproc_per_node 4 scripts/pytorch/ddp_baseline.py --config CONFIG [--set k=v ...]
+        (PyTorch 2; Debian's torch 1.13 launcher fails under Python 3.11 before starting a rank:
+        AttributeError in torch/distributed/elastic/multiprocessing/api.py, to_map)
 """
 import argparse
 import json
