@@ -2,6 +2,7 @@
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,16 +39,52 @@ def train_cmd(np, config, sets=(), extra=()):
 
 
 def run(cmd, timeout=600, **kw):
-    """The finished command; one still running after `timeout` s is killed and fails the test,
-    with what it printed so far (keep `timeout` under the test's own, or ctest kills us first)."""
+    """The finished command; one still running after `timeout` s is killed with every process it
+    started (ranks, spawned workers), and fails the test with what it printed so far (keep
+    `timeout` under the test's own, or ctest kills us first)."""
     print("+", " ".join(str(c) for c in cmd), flush=True)
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
-    except subprocess.TimeoutExpired as e:
-        for part in (e.stdout, e.stderr):
-            text = part.decode(errors="replace") if isinstance(part, bytes) else part
-            print((text or "")[-3000:])
-        fail(f"still running after {timeout} s, killed: {' '.join(str(c) for c in cmd)}")
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for pid in [proc.pid] + descendants(proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:  # a process that left the tree (double fork) may still hold the pipes
+                out, err = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired as e:
+                out, err = (p.decode(errors="replace") if isinstance(p, bytes) else p or "" for p in (e.stdout, e.stderr))
+            print(out[-3000:], err[-3000:])
+            fail(f"still running after {timeout} s, killed: {' '.join(str(c) for c in cmd)}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def parent_pids():
+    """{pid: parent pid} of every process now running."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            except (OSError, ValueError):
+                continue
+    return parents
+
+
+def descendants(pid):
+    """pids of every process below `pid` (children, their children, ...)."""
+    children = {}
+    for child, parent in parent_pids().items():
+        children.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def read_jsonl(path, torn_ok=False):
@@ -62,20 +99,16 @@ def read_jsonl(path, torn_ok=False):
 def rank_pids(launcher_pid):
     """pid of every rank that mpirun started, by OMPI_COMM_WORLD_RANK in its environment."""
     pids = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+    for pid, parent in parent_pids().items():
+        if parent != launcher_pid:
             continue
         try:
-            stat = (entry / "stat").read_text()
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-            if ppid != launcher_pid:
-                continue
-            env = (entry / "environ").read_bytes().split(b"\0")
-        except (OSError, ValueError):
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
             continue
         for var in env:
             if var.startswith(b"OMPI_COMM_WORLD_RANK="):
-                pids[int(var.split(b"=", 1)[1])] = int(entry.name)
+                pids[int(var.split(b"=", 1)[1])] = pid
     return pids
 
 
