@@ -32,7 +32,7 @@ void RankTimeModels::reset() {
   readings_.clear();
   restarts_.clear();
   last_log_ratio_.clear();
-  model_error_ = persistence_error_ = 0;
+  model_error_ = persistence_error_ = noise_error_ = 0;
   scored_windows_ = 0;
 }
 
@@ -141,7 +141,7 @@ void RankTimeModels::read_step_noise(const std::deque<Observation>& obs, Reading
 void RankTimeModels::score_forecasts(const ClusterState& state) {
   const size_t n = state.nodes.size();
   last_log_ratio_.resize(n, std::nan(""));
-  double model_sq = 0, persistence_sq = 0;
+  double model_sq = 0, persistence_sq = 0, noise_sq = 0;
   int32_t scored = 0;
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = state.nodes[i];
@@ -152,6 +152,7 @@ void RankTimeModels::score_forecasts(const ClusterState& state) {
       const double e = std::log(readings_[i].surprise);
       model_sq += e * e;
       persistence_sq += (e - last_log_ratio_[i]) * (e - last_log_ratio_[i]);
+      noise_sq += forecast_noise_variance(readings_[i], r.steps);
       ++scored;
     }
     const Model& m = models_[i];
@@ -162,7 +163,25 @@ void RankTimeModels::score_forecasts(const ClusterState& state) {
   if (scored == 0) return;
   model_error_ = options_.forget * model_error_ + model_sq / scored;
   persistence_error_ = options_.forget * persistence_error_ + persistence_sq / scored;
+  noise_error_ = options_.forget * noise_error_ + noise_sq / scored;
   ++scored_windows_;
+}
+
+double RankTimeModels::forecast_noise_variance(const Reading& reading, int32_t steps) const {
+  if (!(reading.step_noise > 0) || steps < 1) return 0;  // unknown: the whole error counts as excess
+  // The forecast came from the windows before this one (observations - 1), weighted by age.
+  double sum = 0, sum_sq = 0;
+  for (int32_t age = 0; age < std::min(reading.observations - 1, options_.history); ++age) {
+    sum += age_weight_[size_t(age)];
+    sum_sq += age_weight_[size_t(age)] * age_weight_[size_t(age)];
+  }
+  const double effective_windows = sum_sq > 0 ? sum * sum / sum_sq : 1;
+  return reading.step_noise * reading.step_noise / steps * (1 + 1 / effective_windows);
+}
+
+double RankTimeModels::excess_forecast_rms() const {
+  if (scored_windows_ < kTrackingWindows) return std::nan("");
+  return std::sqrt(std::max(0.0, model_error_ - noise_error_) / forgetting_weights());
 }
 
 bool RankTimeModels::tracking() const {
@@ -170,12 +189,15 @@ bool RankTimeModels::tracking() const {
          persistence_error_ < kTrackingShare * model_error_;
 }
 
+double RankTimeModels::forgetting_weights() const {
+  const double f = options_.forget;
+  return f < 1 ? (1 - std::pow(f, scored_windows_)) / (1 - f) : scored_windows_;
+}
+
 double RankTimeModels::persistence_rms() const {
   if (scored_windows_ == 0) return 0;
   // persistence_error_ sums forget^age over the scored windows: divide by the weights' sum.
-  const double f = options_.forget;
-  const double weights = f < 1 ? (1 - std::pow(f, scored_windows_)) / (1 - f) : scored_windows_;
-  return std::sqrt(persistence_error_ / weights);
+  return std::sqrt(persistence_error_ / forgetting_weights());
 }
 
 bool RankTimeModels::ready() const {

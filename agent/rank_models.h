@@ -75,6 +75,12 @@ class RankTimeModels {
   // RMS log error of persistence's forecasts per rank and window, forgetting-weighted (0: none
   // scored yet): how far the last window's level misses the next one.
   double persistence_rms() const;
+  // RMS log error of the models' own forecasts per rank and window beyond what the ranks' step
+  // noise explains (the window mean's and the fit's sampling error), forgetting-weighted; NaN
+  // before kTrackingWindows scored windows. Near 0 where speeds hold still between windows (the
+  // simulator's stationary ranks); 5-10 % on this project's 2-core VM, whose ranks share cores
+  // and trade speed from window to window (docs/AGENT.md item 22).
+  double excess_forecast_rms() const;
   static constexpr int32_t kTrackingWindows = 6;
   static constexpr double kTrackingShare = 0.7;
 
@@ -103,8 +109,11 @@ class RankTimeModels {
   // Persistence scoring: each rank's log(measured / model) of its newest window after the fit
   // (NaN: none), and forgetting-weighted sums of both forecasts' mean squared log error.
   void score_forecasts(const ClusterState& state);
+  // Expected squared log error of a rank's model forecast from noise alone, for a window of `steps`.
+  double forecast_noise_variance(const Reading& reading, int32_t steps) const;
+  double forgetting_weights() const;  // sum of forget^age over the scored windows
   std::vector<double> last_log_ratio_;
-  double model_error_ = 0, persistence_error_ = 0;
+  double model_error_ = 0, persistence_error_ = 0, noise_error_ = 0;
   int32_t scored_windows_ = 0;
 };
 

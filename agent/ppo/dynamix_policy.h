@@ -45,7 +45,9 @@ struct DynamixOptions {
   // plan change costs (0: only SwitchCost's bar). Real ranks' time per sample misses the next
   // window by about 10 % (RMS, per rank; homogeneous and README demo cells on a 2-core VM,
   // 2026-11-29), and on equal ranks moves forecast to gain 2-7 % delivered 0.1-0.7 of it;
-  // docs/AGENT.md item 19.
+  // docs/AGENT.md item 19. This is the most it asks: where the models' forecasts miss by little
+  // more than the ranks' step noise explains, the floor is kFloorErrors times that excess error
+  // instead (RankTimeModels::excess_forecast_rms; item 22).
   double min_move_gain = 0.04;
 };
 
@@ -111,14 +113,19 @@ class DynamixPolicy : public BatchPolicy {
   double target_batch(const ClusterState& state, const std::vector<int32_t>& current) const;
   // Samples/s of the balanced plan predicted by the fitted models (0 when unknown).
   double estimated_ideal(const ClusterState& state, const BalanceView& view) const;
-  // Keeps `current` in `plan` (as the hold move, with a note) where the planned move's forecast
-  // gain over `horizon` steps does not pay for a plan change (SwitchCost) or is under
-  // min_move_gain of the step; true if it did.
-  bool keep_unpaid_move(const BalanceView& view, const std::vector<int32_t>& current, int32_t horizon,
-                        BatchPlan& plan) const;
+  // Keeps `current` in `plan` (as the hold move, with a note) where the forecast gain over
+  // `horizon` steps of the plan the move leads to (`destination`: the move without the per-window
+  // limit) does not pay for a plan change (SwitchCost) or is under move_floor() of the step; true
+  // if it did.
+  bool keep_unpaid_move(const BalanceView& view, const std::vector<int32_t>& current,
+                        const std::vector<int32_t>& destination, int32_t horizon, BatchPlan& plan) const;
   // Each rank's fitted compute time under `plan`, for the change alarm (empty: models not ready).
   std::vector<double> expected_compute(const std::vector<int32_t>& plan) const;
   static constexpr double kGoodputMinGain = 0.01;
+  // The least share of the step a move must gain: min_move_gain, or less where the models'
+  // forecasts have been reliable (kFloorErrors excess errors; min_move_gain until they are scored).
+  double move_floor() const;
+  static constexpr double kFloorErrors = 3;
 
   PpoConfig config_;
   bool learn_;

@@ -81,8 +81,9 @@ struct PolicyConfig {
   int64_t window = 20;     // decision window in steps
   std::string checkpoint;  // dynamix: policy file; empty = the shipped policy; "none" = from scratch
   bool learn = false;      // dynamix: fine-tune online (false: inference only)
-  // dynamix: the least share of the slowest rank's step a plan move must forecast to gain, in
-  // [0, 1); unset = the agent's default (DynamixOptions::min_move_gain, docs/AGENT.md item 19).
+  // dynamix: the share of the slowest rank's step a plan move must forecast to gain, in [0, 1),
+  // at most (less where the models forecast within the ranks' noise); unset = the agent's default
+  // (DynamixOptions::min_move_gain, docs/AGENT.md items 19 and 22).
   std::optional<double> min_move_gain;
 };
 

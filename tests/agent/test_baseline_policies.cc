@@ -244,6 +244,44 @@ TEST(RankModels, TrackingOnlyWhereSpeedsDrift) {
   EXPECT_FALSE(drifting.tracking());
 }
 
+// The models' forecast error beyond what step noise explains: 16 ranks, 20 steps a window with
+// 20 % step noise (4.5 % on a window's mean). Speeds that hold still leave almost nothing; speeds
+// that wander 8 % from window to window, as ranks sharing cores do, leave about that wander (its
+// forecast from a weighted mean of past windows adds a tenth); nothing is known before 6 windows.
+TEST(RankModels, ExcessForecastErrorIsWhatStepNoiseDoesNotExplain) {
+  constexpr int kSteps = 20;
+  constexpr double kStepNoise = 0.2;
+  auto excess_after = [&](double wander, int windows) {
+    RankTimeModels::Options o;
+    o.score_persistence = true;
+    RankTimeModels m(o);
+    std::mt19937_64 rng(17);
+    std::normal_distribution<double> z(0, 1);
+    for (int w = 0; w < windows; ++w) {
+      ClusterState s;
+      for (int i = 0; i < 16; ++i) {
+        NodeRecord r;
+        r.batch_size = 32;
+        r.steps = kSteps;
+        // The window's sample spread, drawn as a sample variance of kSteps normal steps would be.
+        double chi2 = 0;
+        for (int k = 0; k < kSteps - 1; ++k) {
+          const double x = z(rng);
+          chi2 += x * x;
+        }
+        r.compute_rel_se = kStepNoise * std::sqrt(chi2 / (kSteps - 1)) / std::sqrt(double(kSteps));
+        r.compute_s = 0.1 * std::exp(wander * z(rng) + kStepNoise / std::sqrt(double(kSteps)) * z(rng));
+        s.nodes.push_back(r);
+      }
+      m.observe(s);
+    }
+    return m.excess_forecast_rms();
+  };
+  EXPECT_TRUE(std::isnan(excess_after(0.0, 5)));
+  EXPECT_LT(excess_after(0.0, 60), 0.015);
+  EXPECT_NEAR(excess_after(0.08, 60), 0.085, 0.02);
+}
+
 TEST(BaselineTest, GnsGrowsBatchWhenNoiseScaleIsLargeAndShrinksWhenSmall) {
   for (double noise_scale : {1e5, 1.0}) {
     GnsPolicy p;
