@@ -339,7 +339,7 @@ bool DynamixPolicy::keep_unpaid_move(const BalanceView& view, const std::vector<
   if (!(bar > 0) || plan.batch_sizes == current) return false;
   if (move_pays(view, current, destination, horizon, bar, &gain)) {
     const double most = min_move_gain_ * horizon;
-    if (gain > 0 && gain <= std::max(cost, most)) {  // taken because the floor fell (item 22)
+    if (gain > 0 && gain <= most) {  // taken because the floor fell (item 22)
       plan.note += std::string(plan.note.empty() ? "" : "; ") + "move worth " + format_number("%.2f", gain) +
                    " steps over the window, under policy.min_move_gain's " + format_number("%.2f", most) +
                    " but over " + format_number("%.2f", least) + ", " + format_number("%g", kFloorErrors) +
