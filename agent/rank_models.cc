@@ -24,6 +24,14 @@ RankTimeModels::RankTimeModels(Options options) : options_(options) {
   DYNAMIX_CHECK(options_.forget > 0 && options_.forget <= 1, "rank models: forget must be in (0, 1]");
   DYNAMIX_CHECK(options_.change_threshold > 0, "rank models: change_threshold must be > 0");
   for (int32_t age = 0; age < options_.history; ++age) age_weight_.push_back(std::pow(options_.forget, age));
+  // Effective windows of a fit over k age-weighted windows, (sum w)^2 / sum w^2; 1 for none.
+  effective_windows_.assign(size_t(options_.history) + 1, 1.0);
+  double sum = 0, sum_sq = 0;
+  for (int32_t k = 1; k <= options_.history; ++k) {
+    sum += age_weight_[size_t(k - 1)];
+    sum_sq += age_weight_[size_t(k - 1)] * age_weight_[size_t(k - 1)];
+    effective_windows_[size_t(k)] = sum * sum / sum_sq;
+  }
 }
 
 void RankTimeModels::reset() {
@@ -170,13 +178,8 @@ void RankTimeModels::score_forecasts(const ClusterState& state) {
 double RankTimeModels::forecast_noise_variance(const Reading& reading, int32_t steps) const {
   if (!(reading.step_noise > 0) || steps < 1) return 0;  // unknown: the whole error counts as excess
   // The forecast came from the windows before this one (observations - 1), weighted by age.
-  double sum = 0, sum_sq = 0;
-  for (int32_t age = 0; age < std::min(reading.observations - 1, options_.history); ++age) {
-    sum += age_weight_[size_t(age)];
-    sum_sq += age_weight_[size_t(age)] * age_weight_[size_t(age)];
-  }
-  const double effective_windows = sum_sq > 0 ? sum * sum / sum_sq : 1;
-  return reading.step_noise * reading.step_noise / steps * (1 + 1 / effective_windows);
+  const double fitted = effective_windows_[size_t(std::clamp(reading.observations - 1, 0, options_.history))];
+  return reading.step_noise * reading.step_noise / steps * (1 + 1 / fitted);
 }
 
 double RankTimeModels::excess_forecast_rms() const {

@@ -101,7 +101,8 @@ class RankTimeModels {
   double residual(const std::deque<Observation>& obs, const Model& m) const;
 
   Options options_;
-  std::vector<double> age_weight_;  // forget^age, age 0 .. history - 1 (the newest weighs 1)
+  std::vector<double> age_weight_;         // forget^age, age 0 .. history - 1 (the newest weighs 1)
+  std::vector<double> effective_windows_;  // of a fit over k = 0 .. history windows
   std::vector<std::deque<Observation>> history_;
   std::vector<Model> models_;
   std::vector<Reading> readings_;

@@ -296,19 +296,14 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     bounds.fixed_global = true;
     bounds.global_batch = static_cast<int32_t>(std::lround(view.global_batch));
     BatchPlan projected = project_plan(desired, current, bounds, centre.empty() ? nullptr : &centre);
-    // Where the move leads without the per-window limit: a large imbalance is closed over several
-    // windows, none of whose limited steps need gain much on its own.
-    BatchBounds unlimited = bounds;
-    unlimited.max_change = 0;
-    const std::vector<int32_t> destination =
-        bounds.max_change > 0 ? project_plan(desired, current, unlimited).batch_sizes : projected.batch_sizes;
     plan.batch_sizes = std::move(projected.batch_sizes);
     plan.note = std::move(projected.note);
     if (!view.note.empty()) plan.note = view.note + (plan.note.empty() ? "" : "; " + plan.note);
     if (unconfirmed) plan.note = "change alarm not borne out by the window's mean: plan kept";
     // A move that does not pay for the plan change it costs is not taken (recorded as the hold
     // move when learning, as above). A confirmed change is always followed.
-    if (!(asked_by_alarm && restarted) && keep_unpaid_move(view, current, destination, window_steps(s), plan))
+    if (!(asked_by_alarm && restarted) &&
+        keep_unpaid_move(view, current, desired, bounds, window_steps(s), plan))
       action = kHold;
     switch_cost_.decided(plan.batch_sizes != current);
 
@@ -332,11 +327,17 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
 }
 
 bool DynamixPolicy::keep_unpaid_move(const BalanceView& view, const std::vector<int32_t>& current,
-                                     const std::vector<int32_t>& destination, int32_t horizon,
-                                     BatchPlan& plan) const {
+                                     const std::vector<double>& desired, const BatchBounds& bounds,
+                                     int32_t horizon, BatchPlan& plan) const {
   const double cost = switch_cost_.cost(), least = move_floor() * horizon, bar = std::max(cost, least);
   double gain = 0;
   if (!(bar > 0) || plan.batch_sizes == current) return false;
+  // Where the move leads without the per-window limit: a large imbalance is closed over several
+  // windows, none of whose limited steps need gain much on its own.
+  BatchBounds unlimited = bounds;
+  unlimited.max_change = 0;
+  const std::vector<int32_t> destination =
+      bounds.max_change > 0 ? project_plan(desired, current, unlimited).batch_sizes : plan.batch_sizes;
   if (move_pays(view, current, destination, horizon, bar, &gain)) {
     const double most = min_move_gain_ * horizon;
     if (gain > 0 && gain <= most) {  // taken because the floor fell (item 22)

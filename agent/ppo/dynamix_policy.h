@@ -114,11 +114,12 @@ class DynamixPolicy : public BatchPolicy {
   // Samples/s of the balanced plan predicted by the fitted models (0 when unknown).
   double estimated_ideal(const ClusterState& state, const BalanceView& view) const;
   // Keeps `current` in `plan` (as the hold move, with a note) where the forecast gain over
-  // `horizon` steps of the plan the move leads to (`destination`: the move without the per-window
-  // limit) does not pay for a plan change (SwitchCost) or is under move_floor() of the step; true
-  // if it did.
+  // `horizon` steps of the plan the move leads to (`desired` projected onto `bounds` without the
+  // per-window limit) does not pay for a plan change (SwitchCost) or is under move_floor() of the
+  // step; true if it did.
   bool keep_unpaid_move(const BalanceView& view, const std::vector<int32_t>& current,
-                        const std::vector<int32_t>& destination, int32_t horizon, BatchPlan& plan) const;
+                        const std::vector<double>& desired, const BatchBounds& bounds, int32_t horizon,
+                        BatchPlan& plan) const;
   // Each rank's fitted compute time under `plan`, for the change alarm (empty: models not ready).
   std::vector<double> expected_compute(const std::vector<int32_t>& plan) const;
   static constexpr double kGoodputMinGain = 0.01;

@@ -315,8 +315,8 @@ TEST(ShippedPolicy, ALargeImbalanceIsClosedOverSeveralLimitedWindows) {
 
 // Two halves of a 32-rank cluster 5 % apart, steady speeds, 10 % step noise: balancing takes
 // 2.5 % off the step. The 4 % floor a move must gain (min_move_gain) held the uniform plan for the
-// whole run; where the models forecast every window within the ranks' noise, the floor is twice
-// their error beyond that noise, a fraction of a percent here, and the plan is balanced. Where
+// whole run; where the models forecast every window within the ranks' noise, the floor is three
+// times their error beyond that noise, a fraction of a percent here, and the plan is balanced. Where
 // ranks wander from window to window the floor stays (EqualRanksWhoseSpeedsWanderAreNotChased;
 // docs/AGENT.md item 22).
 TEST(ShippedPolicy, ASmallLastingImbalanceIsBalancedWhereSpeedsHoldStill) {
@@ -355,9 +355,8 @@ TEST(ShippedPolicy, ReachesTheBalancedPlanWithinAFewWindowsFromAnyStart) {
     DynamixPolicy policy(shipped());
     ClusterState s = sim.reset();
     for (int w = 0; w < kWindowsToBalance; ++w) s = sim.step_window(policy.decide(s));
-    const double step = s.nodes[0].compute_s + s.nodes[0].wait_s + s.nodes[0].comm_s;
-    const double ratio = global / step / sim.balanced_throughput(global);
-    EXPECT_GE(ratio, 0.95) << "trial " << trial << " (" << speeds.size() << " ranks)";
+    EXPECT_GE(balanced_share(sim, s, global), 0.95)
+        << "trial " << trial << " (" << speeds.size() << " ranks)";
   }
 }
 
