@@ -108,15 +108,17 @@ double expected_max_normal(const std::vector<double>& mean, const std::vector<do
 
 std::vector<double> noise_split_scale(const RankTimeModels& models, double global_batch,
                                       const std::vector<double>& lo, const std::vector<double>& hi,
-                                      const std::vector<double>* base, const NoiseSplitOptions& options) {
+                                      const std::vector<double>* base, const NoiseSplitOptions& options,
+                                      std::vector<double>* weighed) {
   const size_t n = models.models().size();
+  if (weighed) weighed->clear();
   std::vector<double> ones(n, 1.0);
   // Drifting speeds scatter a window's steps as well: that spread is the drift, not noise.
   const bool usable = models.ready() && !models.tracking();
   const std::vector<double> noise = usable ? differing_noise(models, options) : std::vector<double>{};
   if (noise.size() != n) return ones;
   const std::vector<double> base_scale = base ? *base : ones;
-  std::vector<double> scale, b, mean(n), sd(n);
+  std::vector<double> scale, b, mean(n);
   auto factors = [&](double z, const std::vector<double>& times) {  // times·(1 + z·σ_i)
     std::vector<double> f(n);
     for (size_t i = 0; i < n; ++i) f[i] = times[i] * (1 + z * noise[i]);
@@ -126,11 +128,8 @@ std::vector<double> noise_split_scale(const RankTimeModels& models, double globa
   auto expected_step = [&](double z) {
     scale = factors(z, base_scale);
     models.split(global_batch, lo, hi, b, &scale);
-    for (size_t i = 0; i < n; ++i) {
-      mean[i] = base_scale[i] * models.models()[i].at(b[i]);
-      sd[i] = noise[i] * mean[i];
-    }
-    return expected_max_normal(mean, sd);
+    for (size_t i = 0; i < n; ++i) mean[i] = base_scale[i] * models.models()[i].at(b[i]);
+    return expected_step_time(mean, noise);
   };
   const double balanced = expected_step(0);
   double best_z = 0, best = balanced;
@@ -157,7 +156,20 @@ std::vector<double> noise_split_scale(const RankTimeModels& models, double globa
   const double refined = 0.5 * (z0 + z1);
   const double e = expected_step(refined);
   if (e < best) best = e, best_z = refined;
-  return best < balanced * (1 - options.min_gain) ? factors(best_z, ones) : ones;
+  if (!(best < balanced * (1 - options.min_gain))) return ones;
+  if (weighed) *weighed = noise;
+  return factors(best_z, ones);
+}
+
+double expected_step_time(const std::vector<double>& mean, const std::vector<double>& noise) {
+  std::vector<double> sd(mean.size());
+  for (size_t i = 0; i < mean.size(); ++i) sd[i] = noise[i] * mean[i];
+  return expected_max_normal(mean, sd);
+}
+
+double judged_step_time(const std::vector<double>& mean, const std::vector<double>& noise) {
+  if (noise.size() == mean.size() && !mean.empty()) return expected_step_time(mean, noise);
+  return mean.empty() ? 0 : *std::max_element(mean.begin(), mean.end());
 }
 
 }  // namespace dynamix

@@ -31,8 +31,18 @@ struct NoiseSplitOptions {
 
 // Factors (1 + z·σ_i) for RankTimeModels::split's `scale`, multiplying `base` (the split's scale
 // without noise; nullptr: 1). All ones where no rank's noise differs or no z gains min_gain.
+// `weighed`, when given, receives the σ_i the factors use (empty where they are all ones): what a
+// move between plans is judged by, so that the split and the judgement agree.
 std::vector<double> noise_split_scale(const RankTimeModels& models, double global_batch,
                                       const std::vector<double>& lo, const std::vector<double>& hi,
-                                      const std::vector<double>* base, const NoiseSplitOptions& options = {});
+                                      const std::vector<double>* base, const NoiseSplitOptions& options = {},
+                                      std::vector<double>* weighed = nullptr);
+
+// E[max_i t_i] of one step where rank i takes mean[i] with relative deviation noise[i].
+double expected_step_time(const std::vector<double>& mean, const std::vector<double>& noise);
+
+// The step time a plan is judged by: the slowest rank's mean time, or, where the split weighed the
+// ranks' noise (`noise` holds one level per rank), the expected slowest time under that noise.
+double judged_step_time(const std::vector<double>& mean, const std::vector<double>& noise);
 
 }  // namespace dynamix

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <utility>
 
+#include "agent/noise_split.h"
 #include "agent/plan_projection.h"
 #include "agent/ppo/actor_critic.h"
 #include "agent/ppo/feature_groups.h"
@@ -87,7 +88,9 @@ std::vector<double> change_centres(const std::vector<RankTimeModels::Reading>& r
 
 // Whether moving from `current` to `next` gains more over the coming `horizon` steps than a plan
 // change costs (`cost_steps`, SwitchCost): the gain is the drop of the slowest rank's forecast
-// compute time (the last window's models), in steps of the current one. A global batch that
+// compute time (the last window's models), in steps of the current one; where the split weighed
+// the ranks' noise, of the expected slowest time under that noise, which the split minimised (a
+// move by the means alone would undo it). A global batch that
 // changes (adaptive B) always pays: the plan must follow it. `gain_steps` receives the gain.
 bool move_pays(const BalanceView& view, const std::vector<int32_t>& current, const std::vector<int32_t>& next,
                int32_t horizon, double cost_steps, double* gain_steps) {
@@ -95,11 +98,11 @@ bool move_pays(const BalanceView& view, const std::vector<int32_t>& current, con
   if (view.forecast.size() != current.size() || next.size() != current.size()) return true;
   if (std::accumulate(current.begin(), current.end(), 0LL) != std::accumulate(next.begin(), next.end(), 0LL))
     return true;
-  double t_now = 0, t_next = 0;
-  for (size_t i = 0; i < current.size(); ++i) {
-    t_now = std::max(t_now, view.forecast[i].at(current[i]));
-    t_next = std::max(t_next, view.forecast[i].at(next[i]));
-  }
+  const size_t n = current.size();
+  std::vector<double> now(n), then(n);
+  for (size_t i = 0; i < n; ++i)
+    now[i] = view.forecast[i].at(current[i]), then[i] = view.forecast[i].at(next[i]);
+  const double t_now = judged_step_time(now, view.noise), t_next = judged_step_time(then, view.noise);
   if (!(t_now > 0) || !std::isfinite(t_now) || !std::isfinite(t_next)) return true;
   *gain_steps = horizon * (t_now - t_next) / t_now;
   return *gain_steps > cost_steps;

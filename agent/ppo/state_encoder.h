@@ -22,6 +22,9 @@ struct BalanceView {
   // Each rank's fitted model rescaled to its last window (the fast proposal's forecast; empty
   // when not ready): what the next window's compute time at a given batch is predicted to be.
   std::vector<RankTimeModels::Model> forecast;
+  // Each rank's relative step noise where the split weighed it (agent/noise_split.h; empty
+  // otherwise): a move is then judged by the expected slowest step, not the slowest mean.
+  std::vector<double> noise;
   bool ready = false;  // every rank has a model; otherwise every proposal = current
   std::string note;    // a rule that shaped the proposals, for decisions.jsonl
 };

@@ -21,6 +21,15 @@ inline double median(std::vector<double> v) {
 // estimates is taken as real only beyond this many of their standard errors.
 inline double extremes_z(size_t n) { return 1 + std::sqrt(2 * std::log(double(std::max<size_t>(n, 1)))); }
 
+// The chi-square quantile of `dof` degrees of freedom z standard normal deviations up (Wilson and
+// Hilferty's cube-root approximation: within 1 % from 10 degrees of freedom at z up to 4.3, 6 % at 3): the
+// bar for a sum of dof squared standard normal draws. 0 without degrees of freedom.
+inline double chi_square_bar(size_t dof, double z) {
+  if (dof == 0) return 0;
+  const double k = double(dof), c = 2 / (9 * k);
+  return k * std::pow(std::max(0.0, 1 - c + z * std::sqrt(c)), 3);
+}
+
 // How much wider a bar of normal standard errors must be when the standard error itself was
 // estimated from dof + 1 draws: Student's t quantile at 0.975 over the normal's (1.96). 2.20 at
 // dof 2, 1.62 at 3, 1.31 at 5, 1.07 at 19; past 30 the expansion's first terms in 1/dof (Cornish-Fisher).

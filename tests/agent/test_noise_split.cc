@@ -32,6 +32,18 @@ TEST(ExpectedMaxNormal, MatchesClosedFormsAndMonteCarlo) {
   EXPECT_NEAR(expected_max_normal(mean, sd), sum / samples, 1e-3);
 }
 
+// A plan is judged by its slowest mean where no noise was weighed, and by the expected slowest
+// step under the ranks' relative noise where it was: the noisy rank, not the slowest mean, sets it.
+TEST(JudgedStepTime, TheSlowestMeanOrTheExpectedSlowestUnderTheWeighedNoise) {
+  EXPECT_DOUBLE_EQ(judged_step_time({1.0, 1.2, 0.9}, {}), 1.2);
+  EXPECT_DOUBLE_EQ(judged_step_time({}, {}), 0);
+  const std::vector<double> mean = {1.0, 1.1}, noise = {0.4, 0.02};
+  EXPECT_DOUBLE_EQ(judged_step_time(mean, noise), expected_max_normal(mean, {0.4, 0.022}));
+  EXPECT_GT(judged_step_time(mean, noise), 1.15);
+  // A noise vector for other ranks is not this plan's: the slowest mean.
+  EXPECT_DOUBLE_EQ(judged_step_time(mean, {0.4}), 1.1);
+}
+
 // Windows of one cluster: equal speeds, per-rank relative step noise `noise[i]` over `steps` steps.
 ClusterState window(const std::vector<double>& noise, int32_t batch = 32, int32_t steps = 20) {
   ClusterState s;
