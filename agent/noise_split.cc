@@ -106,6 +106,17 @@ double expected_max_normal(const std::vector<double>& mean, const std::vector<do
   return lo + sum * h / 3;
 }
 
+namespace {
+
+// E[max_i t_i] of one step where rank i takes mean[i] with relative deviation noise[i].
+double expected_step_time(const std::vector<double>& mean, const std::vector<double>& noise) {
+  std::vector<double> sd(mean.size());
+  for (size_t i = 0; i < mean.size(); ++i) sd[i] = noise[i] * mean[i];
+  return expected_max_normal(mean, sd);
+}
+
+}  // namespace
+
 std::vector<double> noise_split_scale(const RankTimeModels& models, double global_batch,
                                       const std::vector<double>& lo, const std::vector<double>& hi,
                                       const std::vector<double>* base, const NoiseSplitOptions& options,
@@ -159,12 +170,6 @@ std::vector<double> noise_split_scale(const RankTimeModels& models, double globa
   if (!(best < balanced * (1 - options.min_gain))) return ones;
   if (weighed) *weighed = noise;
   return factors(best_z, ones);
-}
-
-double expected_step_time(const std::vector<double>& mean, const std::vector<double>& noise) {
-  std::vector<double> sd(mean.size());
-  for (size_t i = 0; i < mean.size(); ++i) sd[i] = noise[i] * mean[i];
-  return expected_max_normal(mean, sd);
 }
 
 double judged_step_time(const std::vector<double>& mean, const std::vector<double>& noise) {

@@ -38,9 +38,6 @@ std::vector<double> noise_split_scale(const RankTimeModels& models, double globa
                                       const std::vector<double>* base, const NoiseSplitOptions& options = {},
                                       std::vector<double>* weighed = nullptr);
 
-// E[max_i t_i] of one step where rank i takes mean[i] with relative deviation noise[i].
-double expected_step_time(const std::vector<double>& mean, const std::vector<double>& noise);
-
 // The step time a plan is judged by: the slowest rank's mean time, or, where the split weighed the
 // ranks' noise (`noise` holds one level per rank), the expected slowest time under that noise.
 double judged_step_time(const std::vector<double>& mean, const std::vector<double>& noise);

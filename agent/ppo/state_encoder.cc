@@ -226,14 +226,15 @@ void hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, 
     now[i] = m.at(b), then[i] = m.at(proposal[i]);
     b_now += b;
   }
-  const double t_now = judged_step_time(now, noise), t_new = judged_step_time(then, noise);
-  if (std::fabs(b_now - global_batch) > 0.5 || !(t_new > 0) || !(t_now > 0)) return;
+  if (std::fabs(b_now - global_batch) > 0.5) return;
   const double center = median(level), z = extremes_z(n), noise_var = median(variance);
   const double bar = z * std::sqrt(noise_var);
   for (size_t i = 0; i < n; ++i) {
     if (!(std::fabs(level[i] - center) <= kApart * bar)) return;
   }
-  if (std::log(t_now / t_new) >= bar) return;
+  // Judged after the tests above: under weighed noise each judgement is an E[max] over the ranks.
+  const double t_now = judged_step_time(now, noise), t_new = judged_step_time(then, noise);
+  if (!(t_new > 0) || !(t_now > 0) || std::log(t_now / t_new) >= bar) return;
   if (levels_spread_beyond_noise(level, noise_var, kApart * z)) return;
   for (size_t i = 0; i < n; ++i) proposal[i] = std::max(1, s.nodes[i].batch_size);
 }

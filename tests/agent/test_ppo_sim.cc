@@ -287,6 +287,21 @@ TEST(ShippedPolicy, ANoisyClusterWithOneSlowerRankStillBalances) {
   EXPECT_LE(p.batch_sizes[5], 28);
 }
 
+// The shipped policy's decisions over `windows` windows of `sim` from its start: the state after.
+ClusterState after_shipped_windows(ClusterSimulator& sim, int windows) {
+  DynamixPolicy policy(shipped());
+  ClusterState s = sim.reset();
+  for (int w = 0; w < windows; ++w) s = sim.step_window(policy.decide(s));
+  return s;
+}
+
+// The mean batch of ranks [first, last) in the plan in force.
+double mean_batch(const ClusterState& s, size_t first, size_t last) {
+  double sum = 0;
+  for (size_t i = first; i < last; ++i) sum += s.nodes[i].batch_size;
+  return sum / double(last - first);
+}
+
 // Throughput of the plan in force over the last window, as a fraction of the balanced plan's.
 double balanced_share(const ClusterSimulator& sim, const ClusterState& s, int32_t global) {
   const double step = s.nodes[0].compute_s + s.nodes[0].wait_s + s.nodes[0].comm_s;
@@ -304,9 +319,7 @@ TEST(ShippedPolicy, ALargeImbalanceIsClosedOverSeveralLimitedWindows) {
   std::fill(speeds.begin(), speeds.begin() + 4, 1.0);
   const int32_t global = 64 * 32;
   ClusterSimulator sim(nodes_at(speeds, 41, 0.02), bounds(global), {32}, 20);
-  DynamixPolicy policy(shipped());
-  ClusterState s = sim.reset();
-  for (int w = 0; w < 8; ++w) s = sim.step_window(policy.decide(s));
+  const ClusterState s = after_shipped_windows(sim, 8);
   std::cout << "fast rank at " << s.nodes[0].batch_size << ", " << balanced_share(sim, s, global)
             << " of the balanced throughput\n";
   EXPECT_GE(balanced_share(sim, s, global), 0.95);
@@ -332,10 +345,8 @@ TEST(ShippedPolicy, ASmallLastingImbalanceIsBalancedWhereSpeedsHoldStill) {
     if (!p.note.empty()) note = p.note;
     s = sim.step_window(p);
   }
-  double slow = 0;
-  for (size_t i = 16; i < 32; ++i) slow += s.nodes[i].batch_size;
   // The balanced share of a slow rank is 32 * 0.95 / 0.975 = 31.2.
-  EXPECT_LE(slow / 16, 31.5) << note;
+  EXPECT_LE(mean_batch(s, 16, 32), 31.5) << note;
 }
 
 // Two large classes 8 % apart under 25 % step noise: each rank's level lies within the bar of
@@ -347,13 +358,8 @@ TEST(ShippedPolicy, TwoLargeClassesCloseInSpeedAreBalancedUnderHeavyNoise) {
   std::fill(speeds.begin(), speeds.begin() + 32, 1.0);
   const int32_t global = 96 * 32;
   ClusterSimulator sim(nodes_at(speeds, 47, 0.25), bounds(global), {32}, 20);
-  DynamixPolicy policy(shipped());
-  ClusterState s = sim.reset();
-  for (int w = 0; w < 30; ++w) s = sim.step_window(policy.decide(s));
-  double fast = 0;
-  for (size_t i = 0; i < 32; ++i) fast += s.nodes[i].batch_size;
   // The balanced share of a fast rank is 32 / 0.9467 = 33.8.
-  EXPECT_GE(fast / 32, 33.0);
+  EXPECT_GE(mean_batch(after_shipped_windows(sim, 30), 0, 32), 33.0);
 }
 
 // Equal speeds, but 8 of 64 ranks scatter their steps 2.5x more (20 % against 8 %): the slowest
@@ -368,12 +374,7 @@ TEST(ShippedPolicy, RanksThatScatterMoreCarryLessWhereTheirMeansAgree) {
   std::fill(c.noise.begin(), c.noise.begin() + 8, 0.2);
   const int32_t global = 64 * 32;
   ClusterSimulator sim(c, bounds(global), {32}, 20);
-  DynamixPolicy policy(shipped());
-  ClusterState s = sim.reset();
-  for (int w = 0; w < 15; ++w) s = sim.step_window(policy.decide(s));
-  double noisy = 0;
-  for (size_t i = 0; i < 8; ++i) noisy += s.nodes[i].batch_size;
-  EXPECT_LE(noisy / 8, 29.0);
+  EXPECT_LE(mean_batch(after_shipped_windows(sim, 15), 0, 8), 29.0);
 }
 
 TEST(ShippedPolicy, ReachesTheBalancedPlanWithinAFewWindowsFromAnyStart) {
