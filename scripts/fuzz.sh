@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh --ci                               CI run: replay the committed corpus, then 25 s each,
 #                                                      nproc targets at a time
 # Options: --jobs=N (N targets at a time; default 1, --ci: nproc), --parallel (all targets at once),
-# --no-build, --build-only; FUZZ_ARGS adds libFuzzer flags.
+# --no-build; FUZZ_ARGS adds libFuzzer flags.
 # Targets: config idx cifar npy checkpoint policy.
 # New inputs go to build-fuzz/corpus/<target>/ (tests/fuzz/corpus/ is only read), crashes to
 # build-fuzz/artifacts/<target>/, logs to build-fuzz/logs/. Exits 1 if any target crashed.
@@ -17,7 +17,6 @@ ci=0
 jobs=1
 parallel=0
 do_build=1
-build_only=0
 targets=()
 for arg in "$@"; do
   case $arg in
@@ -25,10 +24,9 @@ for arg in "$@"; do
     --parallel) parallel=1 ;;
     --jobs=[1-9]*) jobs=${arg#--jobs=} ;;
     --no-build) do_build=0 ;;
-    --build-only) build_only=1 ;;
     [0-9]*) seconds=$arg ;;
     config|idx|cifar|npy|checkpoint|policy) targets+=("$arg") ;;
-    *) echo "usage: $0 [--ci] [--jobs=N] [--parallel] [--no-build|--build-only] [SECONDS_PER_TARGET] [config|idx|cifar|npy|checkpoint|policy ...]" >&2
+    *) echo "usage: $0 [--ci] [--jobs=N] [--parallel] [--no-build] [SECONDS_PER_TARGET] [config|idx|cifar|npy|checkpoint|policy ...]" >&2
        exit 2 ;;
   esac
 done
@@ -43,7 +41,6 @@ if [[ $do_build == 1 ]]; then
   fi
   cmake --build $build -j "${FUZZ_BUILD_JOBS:-2}" --target "${targets[@]/#/fuzz_}"
 fi
-[[ $build_only == 0 ]] || exit 0
 
 # Per target: longest input worth trying (seeds + room to grow), dictionary.
 declare -A max_len=([config]=4096 [idx]=4096 [cifar]=8192 [npy]=4096 [checkpoint]=24576 [policy]=40960)

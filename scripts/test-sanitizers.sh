@@ -2,17 +2,11 @@
 # Builds the unit and multi-rank tests with AddressSanitizer + UndefinedBehaviorSanitizer into
 # build-asan/ and runs them (ctest labels unit and mpi). No benchmarks, no CLI, no end-to-end
 # tests: those drive build/bin/dynamix. Extra arguments go to ctest (e.g. -R config_test).
-#   --build-only: build, run nothing; --no-build: run what build-asan/ holds (both first argument).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build-asan
-mode=all
-case ${1:-} in
-  --build-only) mode=build; shift ;;
-  --no-build) mode=run; shift ;;
-esac
 
-if [[ $mode != run && ! -f $dir/CMakeCache.txt ]]; then
+if [[ ! -f $dir/CMakeCache.txt ]]; then
   generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
   # GCC as in build/ (it puts libasan first in the link). -O1: usable speed with exact reports;
@@ -23,8 +17,7 @@ if [[ $mode != run && ! -f $dir/CMakeCache.txt ]]; then
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
     -DDYNAMIX_SANITIZE=address,undefined -DDYNAMIX_BUILD_BENCHMARKS=OFF -DDYNAMIX_WITH_CUDA=OFF
 fi
-[[ $mode == run ]] || cmake --build "$dir" -j "$(nproc)" --target dynamix_tests
-[[ $mode != build ]] || exit 0
+cmake --build "$dir" -j "$(nproc)" --target dynamix_tests
 
 # Checks beyond ASan's defaults (cost not measurable here). Leaks stay on: Open MPI's are kept out
 # by tests/mpi_leak_check.h, the rest of third-party leaks are named in lsan.supp.
