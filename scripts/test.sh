@@ -15,8 +15,9 @@ stage_done setup
 # build/ (Release): the CLI, the benchmarks, and the unit and multi-rank tests whose meaning
 # depends on the build (label per_build: the CUDA toolkit compiled in, glibc's malloc). The other
 # unit and multi-rank tests run once, in the sanitized build below, which checks more; building and
-# running them here as well took about 240 s of a 2-core run (2026-12-03). `scripts/build.sh`
-# alone builds everything, and `ctest --test-dir build` then runs every test in build/.
+# running them here as well cost 140-180 s on 2 cores (2026-12-03, AMD EPYC VM: cold build 425 ->
+# 321 s, ctest 727 -> 654-688 s). `scripts/build.sh` alone builds everything, and
+# `ctest --test-dir build` then runs every test in build/.
 ./scripts/build.sh --target dynamix --target dynamix_benchmarks --target dynamix_per_build_tests
 stage_done build
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -25,7 +26,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # tests that time real steps run alone (RUN_SERIAL).
 ctest --test-dir build --output-on-failure --timeout 1500 -j "$(nproc)" -L 'e2e|per_build' "$@"
 stage_done ctest
-# ASan+UBSan build of every unit and multi-rank test in build-asan/ (~8 min cold on 2 cores).
+# ASan+UBSan build of every unit and multi-rank test in build-asan/ (9-11 min cold on 2 cores).
 ./scripts/test-sanitizers.sh
 stage_done sanitizers
 # libFuzzer (clang): replay tests/fuzz/corpus and fuzz each reader ~25 s (scripts/fuzz.sh for longer).
