@@ -14,9 +14,8 @@ stage_done setup
 ./scripts/format.sh --check
 # build/ (Release): the CLI, the benchmarks, and the unit and multi-rank tests whose meaning
 # depends on the build (label per_build: the CUDA toolkit compiled in, glibc's malloc). The other
-# unit and multi-rank tests run once, in the sanitized build below, which checks more; building and
-# running them here as well cost 140-180 s on 2 cores (2026-12-03, AMD EPYC VM: cold build 425 ->
-# 321 s, ctest 727 -> 654-688 s). `scripts/build.sh` alone builds everything, and
+# unit and multi-rank tests run once, in the sanitized build below, which checks more (the time
+# saved: docs/RESULTS.md §18). `scripts/build.sh` alone builds everything, and
 # `ctest --test-dir build` then runs every test in build/.
 ./scripts/build.sh --target dynamix --target dynamix_benchmarks --target dynamix_per_build_tests
 stage_done build
