@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan, UBSan) into build-fuzz/ and fuzzes each one.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   fuzz each target (default 60 s, all targets)
-#   scripts/fuzz.sh --ci                               CI run: replay the committed corpus, then 25 s each,
+#   scripts/fuzz.sh --ci                               CI run: replay the committed corpus, then 10 s each,
 #                                                      nproc targets at a time
 # Options: --jobs=N (N targets at a time; default 1, --ci: nproc), --parallel (all targets at once),
 # --no-build; FUZZ_ARGS adds libFuzzer flags.
@@ -20,7 +20,7 @@ do_build=1
 targets=()
 for arg in "$@"; do
   case $arg in
-    --ci) ci=1 seconds=25 jobs=$(nproc) ;;
+    --ci) ci=1 seconds=10 jobs=$(nproc) ;;
     --parallel) parallel=1 ;;
     --jobs=[1-9]*) jobs=${arg#--jobs=} ;;
     --no-build) do_build=0 ;;

@@ -28,6 +28,7 @@ stage_done ctest
 # ASan+UBSan build of every unit and multi-rank test in build-asan/ (9-11 min cold on 2 cores).
 ./scripts/test-sanitizers.sh
 stage_done sanitizers
-# libFuzzer (clang): replay tests/fuzz/corpus and fuzz each reader ~25 s (scripts/fuzz.sh for longer).
+# libFuzzer (clang): replay tests/fuzz/corpus (the regression check) and fuzz each reader 10 s as a
+# smoke test; searching for new crashes takes longer runs (scripts/fuzz.sh 600, docs/RESULTS.md §9).
 ./scripts/fuzz.sh --ci
 stage_done fuzz
