@@ -7,6 +7,7 @@
 #include "framework/cli/commands.h"
 #include "framework/cli/number_checks.h"
 #include "framework/config/choices.h"
+#include "framework/train/policy_factory.h"
 
 int main(int argc, char** argv) {
   using namespace dynamix;
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
   s->add_option("--config,-c", sim.config, "YAML with a `sim` block plus batch/policy/output")->required();
   s->add_option("--set", sim.overrides, "override a config key (repeatable)");
   s->add_option("--policies", sim.policies, "policies to compare (default: static proportional gns)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(CLI::IsMember(policy_names()));
 
   PretrainOptions pre;
   auto* agent = app.add_subcommand("agent", "the PPO agent");
@@ -94,7 +96,8 @@ int main(int argc, char** argv) {
   ae->add_option("--suite", ev.suite, "directory of scenario YAML files (e.g. configs/agent_suite)")
       ->required();
   ae->add_option("--policies", ev.policies, "policies (static, proportional and gns are always added)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(CLI::IsMember(policy_names()));
   ae->add_option("--seeds", ev.seeds, "seeds per scenario")->capture_default_str()->check(kPositive);
   ae->add_option("--set", ev.overrides, "override a config key in every scenario (repeatable)");
   ae->add_option("--output,-o", ev.output, "write eval.json and eval.csv here");

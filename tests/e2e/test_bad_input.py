@@ -6,7 +6,7 @@ import os
 import struct
 import sys
 
-from e2e_util import DYNAMIX, TempDir, expect_error, fail, run, train_cmd, write
+from e2e_util import DYNAMIX, SOURCE_DIR, TempDir, expect_error, fail, run, train_cmd, write
 
 TINY = """
 model: mlp
@@ -78,6 +78,16 @@ def main():
                      "--episodes: must be a number > 0, got 'many'", "non-numeric --episodes")
         if policy.exists():
             fail("a refused pretrain command wrote its output file")
+        # A misspelt policy in a list: refused before any policy runs (the good names before it
+        # used to run and leave their outputs, then the bad one failed).
+        sim_out = d / "sim_out"
+        expect_error([DYNAMIX, "sim", "--config", str(SOURCE_DIR / "configs/sim_hetero32.yaml"), "--policies",
+                      "static,dynamx", "--set", f"output.dir={sim_out}"],
+                     "--policies: dynamx not in {static,proportional,gns,dynamix}", "unknown policy in sim --policies")
+        expect_error([DYNAMIX, "agent", "eval", "--suite", str(SOURCE_DIR / "configs/agent_suite"), "--policies", "ppo",
+                      "--output", str(sim_out)], "--policies: ppo not in", "unknown policy in agent eval --policies")
+        if sim_out.exists():
+            fail(f"a refused sim or agent eval command wrote {sim_out}")
 
         # A good run, then attempts that must not touch its checkpoint.
         r = run(train_cmd(2, cfg))
