@@ -10,6 +10,7 @@
 #include "agent/plan_projection.h"
 #include "agent/ppo/ppo_learner.h"
 #include "framework/core/error.h"
+#include "framework/core/file_io.h"
 #include "framework/core/random.h"
 #include "framework/core/strings.h"
 
@@ -291,6 +292,7 @@ int run_pretrain(const PretrainOptions& o) {
                 "agent pretrain: validate_every must be >= 0 and validation_episodes >= 1");
   DYNAMIX_CHECK(o.exclude.size() < std::size(kEpisodeKinds),
                 "agent pretrain: --exclude leaves no episode kind");
+  if (!o.output.empty()) check_file_creatable(o.output, "agent pretrain: --output");  // before training
   std::ostream& out = o.log ? *o.log : std::cout;
   // One intra-op thread: the same seed rebuilds the same policy file bit for bit (the small
   // network gains nothing from more threads, and reductions split over threads may reorder sums).

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/core/error.h"
+#include "framework/core/file_io.h"
 #include "framework/core/stats.h"
 #include "framework/core/strings.h"
 
@@ -106,6 +107,7 @@ std::vector<SuiteRow> evaluate_suite(const SuiteEvalOptions& o) {
 
 int run_suite_eval(const SuiteEvalOptions& o) {
   std::ostream& out = o.log ? *o.log : std::cout;
+  if (!o.output.empty()) check_dir_creatable(o.output, "agent eval: --output");  // before the long part
   const std::vector<SuiteRow> rows = evaluate_suite(o);
   char line[256];
   std::snprintf(line, sizeof line, "%-28s %-13s %12s %10s %10s %8s %8s\n", "scenario", "policy", "time_s",

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "framework/core/error.h"
 
@@ -43,6 +44,38 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
     ::unlink(tmp.c_str());
     throw Error("cannot rename " + tmp + " to " + path + ": " + why);
   }
+}
+
+namespace {
+
+void check_writable_dir(const std::filesystem::path& dir, const std::string& what) {
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw Error(what + ": cannot write in '" + dir.string() + "': " + std::strerror(errno));
+}
+
+}  // namespace
+
+void check_file_creatable(const std::string& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(what + ": '" + path + "' is a directory");
+  const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    throw Error(what + ": '" + parent.string() + "' " +
+                (fs::exists(parent, ec) ? "is not a directory" : "does not exist"));
+  }
+  check_writable_dir(parent, what);
+}
+
+void check_dir_creatable(const std::string& dir, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec);
+  if (ec) throw Error(what + ": '" + dir + "': " + ec.message());
+  while (!fs::exists(p, ec) && p.has_parent_path() && p.parent_path() != p) p = p.parent_path();
+  if (!fs::is_directory(p, ec))
+    throw Error(what + ": cannot create '" + dir + "': '" + p.string() + "' is not a directory");
+  check_writable_dir(p, what);
 }
 
 }  // namespace dynamix

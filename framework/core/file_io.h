@@ -15,4 +15,11 @@ inline bool write_fully(int fd, const std::string& s) { return write_fully(fd, s
 // one. Throws dynamix::Error naming the file and the reason; no .tmp is left behind.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
+// For commands that work a long time before they write: throw dynamix::Error, the message starting
+// with `what`, unless a file could be created at PATH now (its directory exists and is writable,
+// PATH is not a directory), or unless DIR is a writable directory or could be created (its nearest
+// existing ancestor is a writable directory). Neither creates anything.
+void check_file_creatable(const std::string& path, const std::string& what);
+void check_dir_creatable(const std::string& dir, const std::string& what);
+
 }  // namespace dynamix

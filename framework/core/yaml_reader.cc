@@ -15,14 +15,15 @@
 namespace dynamix {
 namespace {
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+// Not `quoted`: where <iomanip> is visible (a unity batch), argument lookup would find std::quoted.
+std::string single_quoted(const std::string& s) { return "'" + s + "'"; }
 
 // How a value reads in an error message: 'abc', null, a list, a mapping.
 std::string describe_node(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "null";
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a mapping";
-  return quoted(n.Scalar());
+  return single_quoted(n.Scalar());
 }
 
 // Quoted ('x', "x") or !!str scalars are strings in YAML, never numbers or booleans.
@@ -113,7 +114,7 @@ std::string ConfigOrigin::describe(const std::vector<std::string>& paths) const 
     for (const auto& path : paths) {
       // The override set this key, a parent of it, or a child that made the parent ill-typed.
       if (is_within(path, it->first) || is_within(it->first, path)) {
-        return file_ + " (override " + quoted(it->second) + ")";
+        return file_ + " (override " + single_quoted(it->second) + ")";
       }
     }
   }
@@ -156,8 +157,9 @@ void check_no_control_characters(const YAML::Node& node, const std::string& path
       if (c >= 0x20 && c != 0x7f) continue;
       char byte[8];
       std::snprintf(byte, sizeof(byte), "0x%02x", c);
-      origin.fail(path, quoted(path) + " must not contain control characters, got byte " + byte +
-                            " at offset " + std::to_string(i) + " of " + quoted(s.substr(0, i)) + "...");
+      origin.fail(path, single_quoted(path) + " must not contain control characters, got byte " + byte +
+                            " at offset " + std::to_string(i) + " of " + single_quoted(s.substr(0, i)) +
+                            "...");
     }
   }
 }
@@ -175,11 +177,11 @@ void apply_override(YAML::Node& root, const std::string& override_text, ConfigOr
   }
   const bool empty_part = std::any_of(parts.begin(), parts.end(), [](const auto& p) { return p.empty(); });
   if (parts.empty() || empty_part) {
-    throw Error(origin.file() + ": malformed override " + quoted(override_text) +
+    throw Error(origin.file() + ": malformed override " + single_quoted(override_text) +
                 ": expected key.sub=value, e.g. train.lr=0.1");
   }
-  const YAML::Node value =
-      load_yaml_text(override_text.substr(eq + 1), origin.file() + ": override " + quoted(override_text));
+  const YAML::Node value = load_yaml_text(override_text.substr(eq + 1),
+                                          origin.file() + ": override " + single_quoted(override_text));
 
   YAML::Node node = root;
   std::string path;
@@ -189,7 +191,7 @@ void apply_override(YAML::Node& root, const std::string& override_text, ConfigOr
     if (!child.IsDefined() || child.IsNull()) {
       node[parts[i]] = YAML::Node(YAML::NodeType::Map);
     } else if (!child.IsMap()) {
-      throw Error(origin.file() + ": override " + quoted(override_text) + ": " + quoted(path) +
+      throw Error(origin.file() + ": override " + single_quoted(override_text) + ": " + single_quoted(path) +
                   " is a value, not a section with sub-keys");
     }
     node.reset(node[parts[i]]);  // rebind (operator= would overwrite the node's content)
@@ -237,36 +239,36 @@ void YamlReader::section(const YAML::Node& node, const std::string& path,
                          const std::vector<Field>& fields) const {
   if (node.IsNull()) return;  // `train:` with nothing below keeps the defaults
   if (!node.IsMap()) {
-    fail(path, (path.empty() ? std::string("the top level") : quoted(path)) +
+    fail(path, (path.empty() ? std::string("the top level") : single_quoted(path)) +
                    " must be a mapping of keys, got " + describe_node(node));
   }
   std::set<std::string> seen;
   for (const auto& kv : node) {
-    if (!kv.first.IsScalar()) fail(path, "keys in " + quoted(path) + " must be plain names");
+    if (!kv.first.IsScalar()) fail(path, "keys in " + single_quoted(path) + " must be plain names");
     const std::string full = join_key(path, kv.first.Scalar());
     const auto field = std::find_if(fields.begin(), fields.end(),
                                     [&](const Field& f) { return kv.first.Scalar() == f.key; });
     if (field == fields.end()) {
       std::vector<std::string> allowed;
       for (const auto& f : fields) allowed.emplace_back(f.key);
-      fail(full, "unknown key " + quoted(full) + " (allowed " +
-                     (path.empty() ? std::string("at the top level") : "in " + quoted(path)) + ": " +
+      fail(full, "unknown key " + single_quoted(full) + " (allowed " +
+                     (path.empty() ? std::string("at the top level") : "in " + single_quoted(path)) + ": " +
                      join_names(allowed, ", ") + ")");
     }
-    if (!seen.insert(field->key).second) fail(full, "duplicate key " + quoted(full));
+    if (!seen.insert(field->key).second) fail(full, "duplicate key " + single_quoted(full));
     field->set(kv.second, full);
   }
 }
 
 void YamlReader::list(const YAML::Node& node, const std::string& path, const Setter& each) const {
-  if (!node.IsSequence()) fail(path, quoted(path) + " must be a list, got " + describe_node(node));
+  if (!node.IsSequence()) fail(path, single_quoted(path) + " must be a list, got " + describe_node(node));
   for (size_t i = 0; i < node.size(); ++i) each(node[i], path + "[" + std::to_string(i) + "]");
 }
 
 const std::string& YamlReader::scalar(const YAML::Node& node, const std::string& path,
                                       const char* what) const {
   if (!node.IsScalar() || is_string_scalar(node)) {
-    fail(path, quoted(path) + " must be " + what + ", got " + (node.IsScalar() ? "the string " : "") +
+    fail(path, single_quoted(path) + " must be " + what + ", got " + (node.IsScalar() ? "the string " : "") +
                    describe_node(node));
   }
   return node.Scalar();
@@ -277,9 +279,10 @@ int64_t YamlReader::integer(const YAML::Node& node, const std::string& path) con
   const char* begin = s.data() + (!s.empty() && s[0] == '+' ? 1 : 0);
   int64_t value = 0;
   const auto [end, ec] = std::from_chars(begin, s.data() + s.size(), value);
-  if (ec == std::errc::result_out_of_range) fail(path, quoted(path) + " is out of range, got " + quoted(s));
+  if (ec == std::errc::result_out_of_range)
+    fail(path, single_quoted(path) + " is out of range, got " + single_quoted(s));
   if (ec != std::errc() || end != s.data() + s.size() || begin == end) {
-    fail(path, quoted(path) + " must be an integer, got " + quoted(s));
+    fail(path, single_quoted(path) + " must be an integer, got " + single_quoted(s));
   }
   return value;
 }
@@ -297,7 +300,7 @@ uint64_t YamlReader::unsigned_integer(const YAML::Node& node, const std::string&
   uint64_t value = 0;
   const auto [end, ec] = std::from_chars(begin, s.data() + s.size(), value);
   if (ec != std::errc() || end != s.data() + s.size() || begin == end) {
-    fail(path, quoted(path) + " must be a non-negative 64-bit integer, got " + quoted(s));
+    fail(path, single_quoted(path) + " must be a non-negative 64-bit integer, got " + single_quoted(s));
   }
   return value;
 }
@@ -309,19 +312,20 @@ double YamlReader::number(const YAML::Node& node, const std::string& path) const
   char* end = nullptr;
   const double value = decimal ? std::strtod(s.c_str(), &end) : 0.0;
   if (!decimal || end != s.c_str() + s.size() || !std::isfinite(value)) {
-    fail(path, quoted(path) + " must be a finite number, got " + quoted(s));
+    fail(path, single_quoted(path) + " must be a finite number, got " + single_quoted(s));
   }
   return value;
 }
 
 bool YamlReader::boolean(const YAML::Node& node, const std::string& path) const {
   const std::string& s = scalar(node, path, "true or false");
-  if (s != "true" && s != "false") fail(path, quoted(path) + " must be true or false, got " + quoted(s));
+  if (s != "true" && s != "false")
+    fail(path, single_quoted(path) + " must be true or false, got " + single_quoted(s));
   return s == "true";
 }
 
 std::string YamlReader::string(const YAML::Node& node, const std::string& path) const {
-  if (!node.IsScalar()) fail(path, quoted(path) + " must be a string, got " + describe_node(node));
+  if (!node.IsScalar()) fail(path, single_quoted(path) + " must be a string, got " + describe_node(node));
   return node.Scalar();
 }
 
@@ -329,7 +333,8 @@ std::string YamlReader::choice(const YAML::Node& node, const std::string& path,
                                const std::vector<std::string>& allowed) const {
   std::string s = string(node, path);
   if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
-    fail(path, quoted(path) + " must be one of " + join_names(allowed, "|") + ", got " + quoted(s));
+    fail(path,
+         single_quoted(path) + " must be one of " + join_names(allowed, "|") + ", got " + single_quoted(s));
   }
   return s;
 }
@@ -348,7 +353,7 @@ std::vector<int64_t> YamlReader::integer_list(const YAML::Node& node, const std:
 
 void YamlReader::require(bool ok, const YAML::Node& node, const std::string& path,
                          const std::string& rule) const {
-  if (!ok) fail(path, quoted(path) + " " + rule + ", got " + describe_node(node));
+  if (!ok) fail(path, single_quoted(path) + " " + rule + ", got " + describe_node(node));
 }
 
 }  // namespace dynamix

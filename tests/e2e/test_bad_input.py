@@ -88,6 +88,13 @@ def main():
                       "--output", str(sim_out)], "--policies: ppo not in", "unknown policy in agent eval --policies")
         if sim_out.exists():
             fail(f"a refused sim or agent eval command wrote {sim_out}")
+        # Outputs that cannot be written are refused before the long part (pretraining took its
+        # 40 s, and agent eval ran its whole suite, before failing to write).
+        expect_error([DYNAMIX, "agent", "pretrain", "-o", str(d / "nowhere" / "p.pt")],
+                     f"agent pretrain: --output: '{d / 'nowhere'}' does not exist", "pretrain into a missing directory")
+        expect_error([DYNAMIX, "agent", "eval", "--suite", str(SOURCE_DIR / "configs/agent_suite"), "--output",
+                      str(cfg / "eval")], f"agent eval: --output: cannot create '{cfg / 'eval'}': '{cfg}' is not a directory",
+                     "agent eval into a path under a file")
 
         # A good run, then attempts that must not touch its checkpoint.
         r = run(train_cmd(2, cfg))
