@@ -4,6 +4,7 @@
 # Usage: scripts/experiments/compare_policies.sh CONFIG REPS OUTDIR [policy ...] [-- extra --set args]
 # A policy written POLICY@BINARY runs with that dynamix binary (e.g. dynamix@/tmp/old/dynamix, an
 # earlier build), labelled POLICY@<binary path with / as _>: two builds side by side in one rotation.
+# Exits 1 if any run failed (the table then shows the runs that completed).
 # scripts/experiments/run_suite.py does the same over several scenarios and seeds, with CSV and
 # Markdown tables, ratios to static and the best heuristic, failure reports, and plots.
 set -euo pipefail
@@ -28,6 +29,7 @@ for p in "${policies[@]}"; do
     labels+=("$p")
   fi
 done
+failed=0
 for ((r = 0; r < reps; r++)); do
   for ((k = 0; k < ${#policies[@]}; k++)); do
     i=$(((k + r) % ${#policies[@]}))
@@ -36,7 +38,7 @@ for ((r = 0; r < reps; r++)); do
     dir=$out/${labels[$i]}.$r
     mpirun -np "$np" --oversubscribe --bind-to none "$bin" train --config "$config" --overwrite \
       --set policy.name="$p" --set output.dir="$dir" "${extra[@]}" >"$dir.log" 2>&1 ||
-      echo "run ${labels[$i]}.$r FAILED (exit $?; see $dir.log)"
+      { echo "run ${labels[$i]}.$r FAILED (exit $?; see $dir.log)"; failed=$((failed + 1)); }
     tail -n 1 "$dir.log"
   done
 done
@@ -59,3 +61,5 @@ for p in policies:
     print(f"{p:14} {len(rows):4d} {med('total_time_s'):8.1f} {med('time_to_target_s'):7.1f} "
           f"{med('final_test_accuracy'):7.4f} {med('mean_wait_fraction'):6.3f} {med('imbalance'):6.3f} {med('mean_throughput'):9.0f}")
 PY
+# A failed run makes the comparison incomplete: say so in the exit status, for scripts and CI.
+((failed == 0)) || { echo "compare_policies: $failed of $((reps * ${#policies[@]})) runs failed" >&2; exit 1; }

@@ -1,0 +1,38 @@
+"""scripts/experiments/compare_policies.sh as the README runs it: interleaved real runs of several
+policies on one config, one table of medians; a run that fails (here a misspelt policy) is named
+with its log, and the script exits non-zero instead of printing a table with a row missing."""
+from e2e_util import DYNAMIX, SOURCE_DIR, TINY_CNN, TempDir, fail, run, write
+
+SCRIPT = SOURCE_DIR / "scripts" / "experiments" / "compare_policies.sh"
+
+
+def compare(config, out, policies):
+    # POLICY@BINARY: the build under test, wherever its build directory is.
+    return run([str(SCRIPT), str(config), "1", str(out)] + [f"{p}@{DYNAMIX}" for p in policies], timeout=300)
+
+
+def main():
+    with TempDir() as d:
+        config = write(d / "tiny.yaml", TINY_CNN.replace("OUT", str(d / "unused")))
+        label = "@" + DYNAMIX.replace("/", "_")
+        r = compare(config, d / "good", ["static", "proportional"])
+        rows = [line for line in r.stdout.splitlines() if label in line]
+        if r.returncode != 0 or len(rows) != 2 or not all(line.split()[1] == "1" for line in rows):
+            fail(f"two good policies: exit {r.returncode}, rows {rows}\n{r.stdout}{r.stderr}")
+        for p in ("static", "proportional"):
+            if not (d / "good" / f"{p}{label}.0" / "summary.json").exists():
+                fail(f"no summary.json for {p}")
+        print("ok: two policies, one run each, one table row each")
+
+        r = compare(config, d / "bad", ["static", "dynamx"])
+        log = d / "bad" / f"dynamx{label}.0.log"
+        if r.returncode != 1 or "FAILED (exit" not in r.stdout or str(log) not in r.stdout:
+            fail(f"a failing run: exit {r.returncode}, expected 1 and the run named with its log\n{r.stdout}{r.stderr}")
+        if "1 of 2 runs failed" not in r.stderr or "policy.name" not in log.read_text():
+            fail(f"a failing run: no count on stderr, or its log does not say why\n{r.stderr}\n{log.read_text()}")
+        print("ok: a failing run is named with its log, and the script exits 1")
+    print("PASSED")
+
+
+if __name__ == "__main__":
+    main()
