@@ -123,6 +123,12 @@ def main():
     ap.add_argument("--max-nodes", type=int, default=256, help="cluster sizes are drawn from 2..this")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    if args.count < 1 or args.max_nodes < 2:
+        ap.error(f"--count must be >= 1 and --max-nodes >= 2, got {args.count} and {args.max_nodes}")
+    # Scenarios of an earlier draw left beside this one's would join every `agent eval` of the directory.
+    old = [n for n in os.listdir(args.out) if n.endswith(".yaml")] if os.path.isdir(args.out) else []
+    if old:
+        ap.error(f"--out {args.out} already holds {len(old)} scenario files; give a new or empty directory")
     rng = random.Random(args.seed)
     os.makedirs(args.out, exist_ok=True)
     for i in range(args.count):
