@@ -11,6 +11,7 @@
 #include "framework/core/error.h"
 #include "framework/core/random.h"
 #include "framework/core/stats.h"
+#include "framework/core/strings.h"
 #include "framework/core/yaml_reader.h"
 
 namespace dynamix {
@@ -30,7 +31,7 @@ YamlReader::Setter keep(std::optional<Node>& out) {
 double number_at_least(const YamlReader& r, const Node& v, const Path& p, double lo, bool strict) {
   const double x = r.number(v, p);
   r.require(strict ? x > lo : x >= lo, v, p,
-            std::string("must be ") + (strict ? "> " : ">= ") + std::to_string(lo));
+            std::string("must be ") + (strict ? "> " : ">= ") + format_number("%g", lo));
   return x;
 }
 

@@ -84,6 +84,8 @@ TEST(SimConfigTest, ErrorsNameTheKey) {
   EXPECT_NE(error_of("events: [{at_step: 1, rank: 0, slowdown: 2, during: 3}]").find("sim.events[0].during"),
             std::string::npos);
   EXPECT_EQ(error_of("seed: '5'"), "sim: 'sim.seed' must be a non-negative integer, got the string '5'");
+  // Bounds read as written ("> 0", not "> 0.000000").
+  EXPECT_EQ(error_of("workload: {noise: -1}"), "sim: 'sim.workload.noise' must be >= 0, got '-1'");
   EXPECT_NE(error_of("events: [{at_step: 1, rank: 0, slowdown: 2, period_steps: 1}]")
                 .find("sim.events[0].period_steps"),
             std::string::npos);
