@@ -6,13 +6,16 @@
 #include "bpf/monitor_cli.h"
 #include "framework/cli/commands.h"
 #include "framework/cli/number_checks.h"
+#include "framework/cli/version.h"
 #include "framework/config/choices.h"
 #include "framework/train/policy_factory.h"
 
 int main(int argc, char** argv) {
   using namespace dynamix;
   CLI::App app{"DYNAMIX: data-parallel training for heterogeneous clusters"};
-  app.require_subcommand(1);
+  // At most one, so that a misspelt flag (`--verison`) is named; none is refused after parsing.
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", version_text());
 
   TrainCommand train;
   auto* t = app.add_subcommand("train", "train a model data-parallel (launch with mpirun / srun)");
@@ -114,6 +117,7 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+    if (app.get_subcommands().empty()) throw CLI::RequiredError("A subcommand");
   } catch (const CLI::ParseError& e) {
     if (launcher_rank() == 0) return app.exit(e);
     return e.get_exit_code();

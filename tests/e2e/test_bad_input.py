@@ -3,8 +3,8 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import struct
-import sys
 
 from e2e_util import DYNAMIX, SOURCE_DIR, TempDir, expect_error, fail, run, train_cmd, write
 
@@ -68,6 +68,13 @@ def main():
         expect_error(train_cmd(2, cfg, ["dataset.name=fashion_mnist", f"dataset.path={fm}"]),
                      "train-images-idx3-ubyte", "truncated IDX file")
         expect_error(train_cmd(2, cfg, [], ["--resume"]), "no checkpoint", "--resume without a checkpoint")
+        # --version names the release of CMakeLists.txt's project(); a misspelt flag is an error.
+        release = re.search(r"project\(dynamix .*VERSION ([0-9.]+)\)", (SOURCE_DIR / "CMakeLists.txt").read_text())
+        r = run([DYNAMIX, "--version"], timeout=60)
+        if r.returncode != 0 or not release or not r.stdout.startswith(f"dynamix {release.group(1)} (LibTorch "):
+            fail(f"--version: exit {r.returncode}, printed {r.stdout!r}")
+        print(f"ok: --version says {r.stdout.strip()!r}")
+        expect_error([DYNAMIX, "--verison"], "--verison", "misspelt --version")
         # Command-line numbers out of range say what they expect, and nothing is written.
         policy = d / "policy.pt"
         expect_error([DYNAMIX, "agent", "pretrain", "--validate-every", "-1", "-o", str(policy)],
