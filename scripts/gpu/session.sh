@@ -263,6 +263,7 @@ stage_build() {
   mapfile -t targets < <(gpu_targets)
   ensure_built dynamix "${targets[@]}"
   row build "dynamix + ${#targets[@]} GPU test targets" ok $((SECONDS - t0)) "${targets[*]}"
+  "$DYNAMIX" --version >>"$OUT/env.txt" 2>&1 || true  # which LibTorch and CUDA this binary has
   # For later calls on a fresh machine: carry it back in as $CARRIED_BIN (see need_dynamix).
   if [[ ${BIN_TARBALL:-1} == 1 ]]; then
     tar -C "$BUILD_DIR/bin" -cJf "$OUT/dynamix-bin.tar.xz" dynamix
