@@ -8,7 +8,7 @@
 #include "framework/cli/number_checks.h"
 #include "framework/cli/version.h"
 #include "framework/config/choices.h"
-#include "framework/train/policy_factory.h"
+#include "framework/config/config.h"
 
 int main(int argc, char** argv) {
   using namespace dynamix;

@@ -188,10 +188,7 @@ Fields batch_fields(BatchConfig& b, const YamlReader& r) {
 
 Fields policy_fields(PolicyConfig& pc, const YamlReader& r) {
   return {
-      {"name",
-       [&](const Node& v, const Path& p) {
-         pc.name = r.choice(v, p, {"static", "proportional", "gns", "dynamix"});
-       }},
+      {"name", [&](const Node& v, const Path& p) { pc.name = r.choice(v, p, policy_names()); }},
       {"window",
        [&](const Node& v, const Path& p) {
          pc.window = r.integer(v, p);
@@ -513,5 +510,7 @@ std::vector<int32_t> initial_batches(const Config& config, int world_size) {
   if (init.size() == 1) return std::vector<int32_t>(static_cast<size_t>(world_size), init[0]);
   return init;
 }
+
+std::vector<std::string> policy_names() { return {"static", "proportional", "gns", "dynamix"}; }
 
 }  // namespace dynamix

@@ -74,6 +74,9 @@ struct BatchConfig {
   GlobalBatch global = GlobalBatch::kFixed;  // whether policies must keep sum b_i constant
 };
 
+// Every `policy.name` a config may give (also what `sim` and `agent eval --policies` accept).
+std::vector<std::string> policy_names();
+
 struct PolicyConfig {
   // static | proportional | gns | dynamix: a name, not an enum: policies are a registry the agent
   // library owns (make_baseline_policy, the simulator's --policies), and it knows no config.

@@ -59,7 +59,8 @@ void check_file_creatable(const std::string& path, const std::string& what) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw Error(what + ": '" + path + "' is a directory");
-  const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
   if (!fs::is_directory(parent, ec)) {
     throw Error(what + ": '" + parent.string() + "' " +
                 (fs::exists(parent, ec) ? "is not a directory" : "does not exist"));

@@ -8,12 +8,6 @@
 
 namespace dynamix {
 
-std::vector<std::string> policy_names() {
-  std::vector<std::string> names = baseline_policy_names();
-  names.push_back("dynamix");
-  return names;
-}
-
 std::unique_ptr<BatchPolicy> make_policy(const Config& config, const BatchBounds& bounds,
                                          const std::vector<int32_t>& initial_plan, std::ostream* log) {
   if (config.policy.name == "dynamix") {

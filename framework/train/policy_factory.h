@@ -3,16 +3,12 @@
 
 #include <iostream>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "agent/batch_policy.h"
 #include "framework/config/config.h"
 
 namespace dynamix {
-
-// Every name make_policy builds: the baselines, then "dynamix" (for checking command-line lists).
-std::vector<std::string> policy_names();
 
 // `log` receives the dynamix policy's start-up lines and PPO updates (nullptr: silent).
 std::unique_ptr<BatchPolicy> make_policy(const Config& config, const BatchBounds& bounds,
