@@ -22,6 +22,9 @@ class ChangeAlarm {
   };
   ChangeAlarm() : ChangeAlarm(Options{}) {}
   explicit ChangeAlarm(Options options);
+  // Steps from a change to the plan that answers it: the alarm's steps and one more (the request
+  // rides on the next step's exchange).
+  static double latency_steps() { return Options{}.steps + 1; }
 
   // After a decision: each rank's expected compute time per step under the new plan (seconds; a
   // value <= 0 or non-finite never alarms). An empty vector disarms the alarm.

@@ -15,6 +15,10 @@ constexpr int kMinAffineObservations = 3;     // two parameters and one degree o
 constexpr double kAlphaSignificance = 2;      // |alpha| / standard error to keep the fixed cost
 constexpr double kBetaSignificance = 2;       // and beta / its standard error
 constexpr double kMedianVarianceCost = 1.57;  // variance of a median over that of a mean (pi/2)
+
+uint8_t spell_flags(const std::vector<uint8_t>* spells, size_t i) {
+  return spells && i < spells->size() ? (*spells)[i] : 0;
+}
 }  // namespace
 
 RankTimeModels::RankTimeModels() : RankTimeModels(Options{}) {}
@@ -39,6 +43,7 @@ void RankTimeModels::reset() {
   models_.clear();
   readings_.clear();
   restarts_.clear();
+  before_slowdown_.clear();
   last_log_ratio_.clear();
   model_error_ = persistence_error_ = noise_error_ = 0;
   scored_windows_ = 0;
@@ -87,13 +92,14 @@ double RankTimeModels::residual(const std::deque<Observation>& obs, const Model&
   return std::sqrt(sum / weights);
 }
 
-void RankTimeModels::observe(const ClusterState& state) {
+void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_t>* spells) {
   const size_t n = state.nodes.size();
   if (history_.size() != n) {
     reset();
     history_.assign(n, {});
     models_.assign(n, {});
     restarts_.assign(n, {});
+    before_slowdown_.assign(n, {});
   }
   readings_.assign(n, {});
   for (size_t i = 0; i < n; ++i) {
@@ -105,12 +111,31 @@ void RankTimeModels::observe(const ClusterState& state) {
       if (m.valid) {
         const double predicted = m.at(r.batch_size);
         reading.surprise = r.compute_s / predicted;
-        // A large misprediction means the rank changed (slowdown, interference): start afresh.
-        if (h.size() >= 2 && off_by_more_than(r.compute_s, predicted, options_.change_threshold)) {
-          h.clear();
-          reading.restarted = true;
+        // A large misprediction means the rank changed (slowdown, interference): start afresh, or
+        // (Options::spells) resume the history from before a slowdown that ended.
+        const bool fresh = options_.spells && h.size() == 1 && h.front().after_restart;
+        const bool recent = fresh && r.compute_recent_s > 0 && std::isfinite(r.compute_recent_s);
+        const double measured = recent ? r.compute_recent_s : r.compute_s;
+        // A slowdown whose spell ended in this window is over, unless the window's last quarter is
+        // still slow: a noisy rank's 2.3x slowdown broke into "spells" whose ends hid it.
+        const bool recent_slow = r.compute_recent_s > (1 + options_.change_threshold) * predicted;
+        const bool over = measured > predicted && (spell_flags(spells, i) & kSpellEnded) && !recent_slow;
+        if ((h.size() >= 2 || fresh) && !over &&
+            off_by_more_than(measured, predicted, options_.change_threshold)) {
           auto& log = restarts_[i];
-          log.push_back({state.global.step, r.compute_s > predicted, m});
+          const bool slower = measured > predicted;
+          // Back from the last slowdown: this change undoes at least half of it (log scale; the
+          // models before and during it, compared at this batch, so a fixed cost cancels).
+          const double slowdown =
+              !log.empty() && log.back().before.valid ? predicted / log.back().before.at(r.batch_size) : 0;
+          const bool back = options_.spells && !slower && slowdown > 1 && log.back().slower &&
+                            measured <= predicted / std::sqrt(slowdown);
+          if (slower) before_slowdown_[i] = h;
+          h.clear();
+          if (back) h = before_slowdown_[i];
+          reading.restarted = true;
+          reading.resumed = back;
+          log.push_back({state.global.step, slower, m});
           if (log.size() > kRestartLog) log.pop_front();
         }
       }
@@ -120,16 +145,18 @@ void RankTimeModels::observe(const ClusterState& state) {
       // the after: it says nothing of the noise.
       const double rel_var = r.compute_rel_se * r.compute_rel_se * r.steps;
       const bool scatter = !reading.restarted && r.steps >= 2 && std::isfinite(rel_var);
-      h.push_back({double(r.batch_size), after_only ? r.compute_recent_s : r.compute_s, scatter ? rel_var : 0,
-                   scatter ? double(r.steps) : 0});
-      while (h.size() > size_t(options_.history)) h.pop_front();
-      models_[i] = fit(h);
+      if (reading.restarted || spell_flags(spells, i) == 0) {
+        h.push_back({double(r.batch_size), after_only ? r.compute_recent_s : r.compute_s,
+                     scatter ? rel_var : 0, scatter ? double(r.steps) : 0, reading.restarted && h.empty()});
+        while (h.size() > size_t(options_.history)) h.pop_front();
+        models_[i] = fit(h);
+      }
     }
     reading.residual = residual(h, models_[i]);
     reading.observations = int32_t(h.size());
     read_step_noise(h, reading);
   }
-  if (options_.score_persistence) score_forecasts(state);
+  if (options_.score_persistence) score_forecasts(state, spells);
 }
 
 void RankTimeModels::read_step_noise(const std::deque<Observation>& obs, Reading& reading) const {
@@ -146,14 +173,15 @@ void RankTimeModels::read_step_noise(const std::deque<Observation>& obs, Reading
   reading.noise_steps = steps / kMedianVarianceCost;
 }
 
-void RankTimeModels::score_forecasts(const ClusterState& state) {
+void RankTimeModels::score_forecasts(const ClusterState& state, const std::vector<uint8_t>* spells) {
   const size_t n = state.nodes.size();
   last_log_ratio_.resize(n, std::nan(""));
   double model_sq = 0, persistence_sq = 0, noise_sq = 0;
   int32_t scored = 0;
   for (size_t i = 0; i < n; ++i) {
     const NodeRecord& r = state.nodes[i];
-    const bool measured = std::isfinite(r.compute_s) && r.compute_s > 0 && r.batch_size > 0;
+    const bool measured =
+        std::isfinite(r.compute_s) && r.compute_s > 0 && r.batch_size > 0 && spell_flags(spells, i) == 0;
     // A restart is a jump, which the restart itself handles; only steady windows are scored. A
     // finite last ratio means the model before this window was valid, and surprise is its forecast.
     if (measured && !readings_[i].restarted && std::isfinite(last_log_ratio_[i])) {

@@ -25,6 +25,12 @@ class RankTimeModels {
     // rescaled to the window before (persistence). Under steady speeds the model wins (it averages
     // noise away); under drifting speeds it lags and persistence wins (see tracking()).
     bool score_persistence = false;
+    // Spells of a few steps (docs/AGENT.md item 24): a model one window old after a restart is
+    // judged too, by that window's last quarter (a recovery one window after a slowdown was not
+    // seen until a second window), and a rank whose change undoes at least half of its last
+    // slowdown resumes its history from before that slowdown (a fresh model fitted at the small
+    // batch the slowdown left it read the batch's fixed cost as slowness and kept it there).
+    bool spells = false;
   };
   // Predicted mean compute time of one rank: t(b) = alpha + beta·b (seconds).
   struct Model {
@@ -36,6 +42,7 @@ class RankTimeModels {
   struct Reading {
     double surprise = 1;     // measured / predicted by the model before this window (1: no model)
     bool restarted = false;  // the misprediction exceeded change_threshold: history cleared
+    bool resumed = false;    // with restarted: back from a slowdown, its history from before resumed
     double residual = 0;     // weighted RMS of measured/predicted - 1 over the kept history
     int32_t observations = 0;
     // Step-to-step scatter of the rank's compute time: the relative standard deviation per step
@@ -57,7 +64,14 @@ class RankTimeModels {
   explicit RankTimeModels(Options options);
 
   // Adds one window's (b_i, compute_s) per rank; a change of cluster size starts over.
-  void observe(const ClusterState& state);
+  // `spells` (optional, flags per rank, SpellWatch::disturbed): a spell of slow steps began
+  // (kSpellBegan) or ended (kSpellEnded) within this window. Such a window's mean is neither the
+  // speed before nor after: unless it restarts the model, it is not fitted, and its forecast is not
+  // scored (a burst's window read as wandering speeds raised the move floor and turned tracking
+  // on). A slowdown that ended within its window, with none begun after it, does not restart the
+  // model: it is over (followed, it left a rank at a third of its share for the next window).
+  static constexpr uint8_t kSpellBegan = 1, kSpellEnded = 2;
+  void observe(const ClusterState& state, const std::vector<uint8_t>* spells = nullptr);
   bool ready() const;  // every rank has a valid model
   void reset();
 
@@ -93,8 +107,9 @@ class RankTimeModels {
  private:
   struct Observation {
     double batch, seconds;
-    double rel_var = 0;  // the window's per-step relative variance of compute time (0: unknown)
-    double steps = 0;    // the steps it came from (0: a restart window, whose scatter is not noise)
+    double rel_var = 0;          // the window's per-step relative variance of compute time (0: unknown)
+    double steps = 0;            // the steps it came from (0: a restart window, whose scatter is not noise)
+    bool after_restart = false;  // the window that restarted the model
   };
   void read_step_noise(const std::deque<Observation>& obs, Reading& reading) const;
   Model fit(const std::deque<Observation>& obs) const;
@@ -107,9 +122,10 @@ class RankTimeModels {
   std::vector<Model> models_;
   std::vector<Reading> readings_;
   std::vector<std::deque<Restart>> restarts_;
+  std::vector<std::deque<Observation>> before_slowdown_;  // each rank's history at its last slowdown
   // Persistence scoring: each rank's log(measured / model) of its newest window after the fit
   // (NaN: none), and forgetting-weighted sums of both forecasts' mean squared log error.
-  void score_forecasts(const ClusterState& state);
+  void score_forecasts(const ClusterState& state, const std::vector<uint8_t>* spells);
   // Expected squared log error of a rank's model forecast from noise alone, for a window of `steps`.
   double forecast_noise_variance(const Reading& reading, int32_t steps) const;
   double forgetting_weights() const;  // sum of forget^age over the scored windows

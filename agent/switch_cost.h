@@ -32,6 +32,11 @@ class SwitchCost {
   void decided(bool changed);
   // One step's compute times, one per rank.
   void observe(const std::vector<double>& compute_s);
+  // The window since the last decision is not scored: a rank slowed within it for reasons of its
+  // own (a spell, agent/short_spells.h), which a comparison of its first steps with its later ones
+  // would count for or against the plan change. Held through spells, the kept windows began slow
+  // and the cost read 0.5-0.9 steps where it was 1.
+  void disturb() { window_open_ = false; }
   // Excess time of a plan change, in steps (>= 0).
   double cost() const;
   int64_t changes_seen() const { return changed_.n; }

@@ -46,12 +46,13 @@ double overhead_of(const ClusterState& s) {
   return s.nodes.empty() ? 0 : sum / double(s.nodes.size());
 }
 
-// The models restart from a window's last quarter after a change, and keep score of persistence
-// against their own forecasts (see RankTimeModels::Options).
+// The models restart from a window's last quarter after a change, keep score of persistence
+// against their own forecasts, and follow spells of a few steps (see RankTimeModels::Options).
 RankTimeModels::Options model_options() {
   RankTimeModels::Options o;
   o.restart_at_recent = true;
   o.score_persistence = true;
+  o.spells = true;
   return o;
 }
 
@@ -69,20 +70,18 @@ ChangeAlarm::Options alarm_options() {
 // still move by at most `max_change`. Lifting it for every rank let a rank whose affine fit had
 // read a drifting speed as a fixed cost jump 22 -> 86 samples on another rank's restart and become
 // the straggler (a random 228-rank scenario, 1.038x gns; docs/AGENT.md, item 15).
-std::vector<double> change_centres(const std::vector<RankTimeModels::Reading>& readings,
-                                   const std::vector<int32_t>& current, double global_batch,
-                                   const std::vector<double>& desired) {
+std::vector<double> change_centres(const std::vector<bool>& changed, const std::vector<int32_t>& current,
+                                   double global_batch, const std::vector<double>& desired) {
   double left = global_batch, unchanged = 0;
   for (size_t i = 0; i < desired.size(); ++i) {
-    if (readings[i].restarted)
+    if (changed[i])
       left -= desired[i];
     else
       unchanged += current[i];
   }
   const double common = unchanged > 0 && left > 0 ? left / unchanged : 1.0;
   std::vector<double> centre(desired.size());
-  for (size_t i = 0; i < desired.size(); ++i)
-    centre[i] = readings[i].restarted ? std::nan("") : common * current[i];
+  for (size_t i = 0; i < desired.size(); ++i) centre[i] = changed[i] ? std::nan("") : common * current[i];
   return centre;
 }
 
@@ -119,13 +118,16 @@ std::vector<double> DynamixPolicy::expected_compute(const std::vector<int32_t>& 
 
 bool DynamixPolicy::wants_decision(const std::vector<double>& compute_s) {
   switch_cost_.observe(compute_s);
+  spell_watch_.observe(compute_s);
+  if (spell_watch_.spell_open()) switch_cost_.disturb();
   if (start_.armed()) return start_.observe(compute_s);
   const bool tracking_due = cadence_.observe(models_.tracking());
+  if (spells_.recheck_due(spell_watch_)) recheck_ = spells_.held();
   if (alarm_.observe(compute_s)) {
     alarm_raised_ = true;  // answered by the decision it asks for, or by the regular one just after
     return !cadence_.regular_decision_near();
   }
-  return tracking_due;
+  return tracking_due || !recheck_.empty();
 }
 
 double DynamixPolicy::target_batch(const ClusterState& s, const std::vector<int32_t>& current) const {
@@ -211,6 +213,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
   }
   const std::vector<int32_t> current = sanitized_current(s);
   const bool asked_by_alarm = std::exchange(alarm_raised_, false);
+  const std::vector<size_t> recheck = std::exchange(recheck_, {});
   start_.disarm();  // whatever brought it, the run's first decision is taken
   cadence_.decided(s.global.step, window_steps(s));
   try {
@@ -229,16 +232,29 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
       reward_.reset();
       models_.reset();
       switch_cost_.reset();
+      spells_.reset();
+      spell_watch_.reset();
     }
-    models_.observe(s);
+    models_.observe(s, &spell_watch_.disturbed());
     // A decision the change alarm asked for moves only where the window's mean confirms a change
     // (some rank's model restarted): a few slow steps that the mean does not bear out were noise,
     // and a short window's split would chase it (a homogeneous run moved a rank to 35 of 32 for
     // 80 steps on such an alarm).
     const auto& readings = models_.readings();
-    const bool restarted =
-        std::any_of(readings.begin(), readings.end(), [](const auto& r) { return r.restarted; });
+    // A spell held through that outlasted its like (agent/short_spells.h) is a change confirmed
+    // since, on the ranks it slowed.
+    std::vector<bool> changed(n);
+    for (size_t i = 0; i < n; ++i) changed[i] = readings[i].restarted;
+    for (size_t i : recheck) {
+      if (i < n) changed[i] = true;
+    }
+    const bool restarted = std::find(changed.begin(), changed.end(), true) != changed.end();
     const bool unconfirmed = asked_by_alarm && !restarted;
+    // A rank back from a slowdown (its models' history from before resumed) is a change confirmed
+    // too: the plan that followed the slowdown is wrong from now on, however the window came.
+    const bool resumed =
+        std::any_of(readings.begin(), readings.end(), [](const auto& r) { return r.resumed; });
+    const bool confirmed = ((asked_by_alarm || !recheck.empty()) && restarted) || resumed;
     const BalanceView view = balance_view(s, models_, target_batch(s, current));
     EncodedState enc = encode_state(s, models_, view);
     ablate_features(enc, config_.ablate);
@@ -295,7 +311,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     // happened, it costs nothing there, and a real rank slowing 4x while ranks sharing cores
     // wander is absorbed in one decision instead of two.
     std::vector<double> centre;
-    if (asked_by_alarm && restarted) centre = change_centres(readings, current, view.global_batch, desired);
+    if (confirmed) centre = change_centres(changed, current, view.global_batch, desired);
     bounds.fixed_global = true;
     bounds.global_batch = static_cast<int32_t>(std::lround(view.global_batch));
     BatchPlan projected = project_plan(desired, current, bounds, centre.empty() ? nullptr : &centre);
@@ -303,11 +319,23 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     plan.note = std::move(projected.note);
     if (!view.note.empty()) plan.note = view.note + (plan.note.empty() ? "" : "; " + plan.note);
     if (unconfirmed) plan.note = "change alarm not borne out by the window's mean: plan kept";
-    // A move that does not pay for the plan change it costs is not taken (recorded as the hold
-    // move when learning, as above). A confirmed change is always followed.
-    if (!(asked_by_alarm && restarted) &&
-        keep_unpaid_move(view, current, desired, bounds, window_steps(s), plan))
+    // A slowdown that the cluster's earlier spells say ends before following it pays is held
+    // through (agent/short_spells.h). Otherwise a move that does not pay for the plan change it
+    // costs is not taken (both recorded as the hold move when learning, as above). A confirmed
+    // change is always followed, but for the recovery from a spell held through: the plan held
+    // already fits it, and a move then is judged as any other.
+    const ShortSpells::Verdict spell =
+        spells_.judge(spell_watch_, view.forecast, view.noise, current, plan.batch_sizes, switch_cost_.cost(),
+                      ChangeAlarm::latency_steps());
+    if (spell.hold) {
+      plan.batch_sizes = current;
+      plan.actions.assign(n, static_cast<double>(kHold));
+      plan.note = spell.note;
       action = kHold;
+    } else if (!(confirmed && !spell.held_spell_ended) &&
+               keep_unpaid_move(view, current, desired, bounds, window_steps(s), plan)) {
+      action = kHold;
+    }
     switch_cost_.decided(plan.batch_sizes != current);
 
     if (learn_) {
@@ -321,6 +349,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     prev_batches_ = current;
     last_safe_ = plan.batch_sizes;
     alarm_.arm(expected_compute(plan.batch_sizes));
+    spell_watch_.arm(models_, plan.batch_sizes);
     return plan;
   } catch (const std::exception& e) {
     auto* c10_error = dynamic_cast<const c10::Error*>(&e);
@@ -399,6 +428,7 @@ BatchPlan DynamixPolicy::fallback(const ClusterState& s, const std::vector<int32
   prev_batches_ = current;
   last_safe_ = plan.batch_sizes;
   alarm_.arm({});  // no model to compare against until a decision succeeds
+  spell_watch_.arm(models_, plan.batch_sizes);
   switch_cost_.decided(plan.batch_sizes != current);
   log(plan.note);
   return plan;
@@ -487,6 +517,9 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
   reward_.reset();
   models_.reset();
   cadence_.reset();
+  spells_.reset();
+  spell_watch_.reset();
+  recheck_.clear();
   switch_cost_.reset();  // each episode measures its own (a simulated cluster's cost is its own)
   alarm_.arm({});
   alarm_raised_ = false;  // a request from the episode's last steps is not the next episode's

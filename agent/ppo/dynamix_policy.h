@@ -18,6 +18,7 @@
 #include "agent/ppo/reward.h"
 #include "agent/ppo/state_encoder.h"
 #include "agent/rank_models.h"
+#include "agent/short_spells.h"
 #include "agent/start_check.h"
 #include "agent/switch_cost.h"
 #include "agent/tracking_cadence.h"
@@ -144,6 +145,9 @@ class DynamixPolicy : public BatchPolicy {
   ChangeAlarm alarm_;
   bool alarm_raised_ = false;  // the next decision is the one the alarm asked for
   SwitchCost switch_cost_;
+  SpellWatch spell_watch_;
+  ShortSpells spells_;           // slowdowns held through where following them would not pay
+  std::vector<size_t> recheck_;  // a held spell outlasted its like: these ranks' change is due
   TrackingCadence cadence_;
   RewardTracker reward_;
   RewardTerms last_reward_;

@@ -306,10 +306,8 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   hold_first_window_noise(models, s, v.slow);
   hold_homogeneous_plan(s, models, global_batch, forecast, v.noise, v.slow);
   // Interference that keeps coming back: hold its slow phase's plan where following each phase
-  // costs more (agent/recurring_slowdown.h). A change takes the alarm's steps and one more (the
-  // request rides on the next step's exchange) to reach a plan.
-  const double latency = ChangeAlarm::Options{}.steps + 1;
-  RecurringHedge hedge = hedge_recurring(s, models, global_batch, lo, hi, latency);
+  // costs more (agent/recurring_slowdown.h).
+  RecurringHedge hedge = hedge_recurring(s, models, global_batch, lo, hi, ChangeAlarm::latency_steps());
   if (hedge.hold) {
     v.slow = v.fast = std::move(hedge.plan);
     v.note = "recurring slowdown: the slow phase's plan held (" + std::to_string(hedge.hold_cost) +

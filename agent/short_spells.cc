@@ -1,0 +1,214 @@
+// DYNAMIX — slowdowns too short to follow: spells measured step by step, and the hold through one.
+#include "agent/short_spells.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "agent/noise_split.h"
+#include "framework/core/stats.h"
+#include "framework/core/strings.h"
+
+namespace dynamix {
+namespace {
+
+// The judged step time of plan b under the models m (the expected slowest where `noise` is given).
+double step_time(const std::vector<RankTimeModels::Model>& m, const std::vector<int32_t>& b,
+                 const std::vector<double>& noise) {
+  std::vector<double> t(b.size());
+  for (size_t i = 0; i < b.size(); ++i) t[i] = m[i].at(b[i]);
+  return judged_step_time(t, noise);
+}
+
+std::string rank_list(const std::vector<size_t>& ranks) {
+  std::string s;
+  for (size_t r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
+  return s;
+}
+
+}  // namespace
+
+void SpellWatch::reset() {
+  reference_.clear();
+  scale_.clear();
+  threshold_.clear();
+  calibrating_.clear();
+  calibration_.clear();
+  batch_.clear();
+  run_start_.clear();
+  run_steps_.clear();
+  disturbed_.clear();
+  ended_.clear();
+  steps_ = 0;
+}
+
+void SpellWatch::arm(const RankTimeModels& models, const std::vector<int32_t>& plan) {
+  const size_t n = plan.size();
+  if (models.models().size() != n) return;
+  if (reference_.size() != n) {
+    reference_.assign(n, {});
+    scale_.assign(n, 1.0);
+    threshold_.assign(n, options_.factor);
+    calibrating_.assign(n, false);
+    calibration_.assign(n, {});
+    run_start_.assign(n, 0);
+    run_steps_.assign(n, 0);
+    batch_.assign(n, 0);
+  }
+  disturbed_.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (run_steps_[i] > 0) {  // in a run: its reference stays, at the new batch
+      batch_[i] = plan[i];
+      continue;
+    }
+    const auto& log = models.restarts(i);
+    const bool slowed = !log.empty() && log.back().slower && reference_[i].valid;
+    if (!slowed) reference_[i] = models.models()[i], scale_[i] = 1.0;
+    // Slower than the rank's own step noise explains, too: a noisy rank's 2x steps are its noise.
+    const double noise = models.readings().size() == n ? models.readings()[i].step_noise : 0;
+    threshold_[i] = std::max(options_.factor, std::exp(kNoiseZ * noise));
+    // At a new batch the reference is calibrated on the rank's first steps there: a model fitted
+    // at other batches can miss by its fixed cost (3.5x for a rank moved from 32 to 3 samples,
+    // a spell that never ended).
+    if (plan[i] != batch_[i]) {
+      calibrating_[i] = true;
+      calibration_[i].clear();
+    }
+    batch_[i] = plan[i];
+  }
+}
+
+void SpellWatch::observe(const std::vector<double>& compute_s) {
+  const size_t n = batch_.size();
+  if (compute_s.size() != n) return;
+  for (size_t i = 0; i < n; ++i) {
+    const double expected = reference_[i].valid ? reference_[i].at(batch_[i]) : 0;
+    if (!(expected > 0) || !std::isfinite(compute_s[i])) continue;
+    if (calibrating(i, compute_s[i] / expected)) continue;
+    if (compute_s[i] > threshold_[i] * scale_[i] * expected) {
+      if (run_steps_[i]++ == 0) run_start_[i] = steps_;
+      // A spell begun after one ended in the same window replaces its flag: the new one goes on.
+      if (run_steps_[i] == options_.min_steps) disturbed_[i] = RankTimeModels::kSpellBegan;
+      continue;
+    }
+    if (run_steps_[i] >= options_.min_steps) {
+      disturbed_[i] |= RankTimeModels::kSpellEnded;
+      ended_.push_front(run_steps_[i]);
+      if (ended_.size() > options_.newest) ended_.pop_back();
+    }
+    run_steps_[i] = 0;
+  }
+  ++steps_;
+}
+
+bool SpellWatch::calibrating(size_t i, double ratio) {
+  if (!calibrating_[i]) return false;
+  calibration_[i].push_back(ratio);
+  if (calibration_[i].size() >= size_t(options_.min_steps)) {
+    scale_[i] = median(calibration_[i]);  // a plan change's slow first step does not move it
+    calibrating_[i] = false;
+  }
+  return true;
+}
+
+std::vector<SpellWatch::Open> SpellWatch::open() const {
+  std::vector<Open> o;
+  for (size_t i = 0; i < run_steps_.size(); ++i) {
+    if (run_steps_[i] >= options_.min_steps) o.push_back({i, run_start_[i]});
+  }
+  return o;
+}
+
+bool SpellWatch::spell_open() const {
+  return std::any_of(run_steps_.begin(), run_steps_.end(),
+                     [&](int32_t k) { return k >= options_.min_steps; });
+}
+
+SpellOutlook spell_outlook(const std::vector<int64_t>& lengths, int64_t elapsed) {
+  SpellOutlook o;
+  double left = 0;
+  for (int64_t len : lengths) {
+    if (len <= elapsed) continue;
+    ++o.spells;
+    left += double(len - elapsed);
+  }
+  o.remaining_steps = o.spells > 0 ? left / o.spells : 0;
+  return o;
+}
+
+void ShortSpells::reset() {
+  held_.clear();
+  recheck_at_ = -1;
+}
+
+bool ShortSpells::recheck_due(const SpellWatch& watch) {
+  if (recheck_at_ < 0 || watch.steps() < recheck_at_) return false;
+  recheck_at_ = -1;
+  for (const SpellWatch::Open& o : watch.open()) {
+    if (std::find(held_.begin(), held_.end(), o.rank) != held_.end()) return true;
+  }
+  return false;
+}
+
+ShortSpells::Verdict ShortSpells::judge(const SpellWatch& watch,
+                                        const std::vector<RankTimeModels::Model>& forecast,
+                                        const std::vector<double>& noise, const std::vector<int32_t>& current,
+                                        const std::vector<int32_t>& next, double switch_cost,
+                                        double latency) {
+  Verdict v;
+  const size_t n = current.size();
+  const std::vector<SpellWatch::Open> open = watch.open();
+  const bool held_open = std::any_of(open.begin(), open.end(), [&](const SpellWatch::Open& o) {
+    return std::find(held_.begin(), held_.end(), o.rank) != held_.end();
+  });
+  if (!held_.empty() && !held_open) {
+    v.held_spell_ended = true;
+    reset();
+  }
+  if (open.empty() || forecast.size() != n || next.size() != n || next == current) return v;
+  const auto sum = [](const std::vector<int32_t>& b) { return std::accumulate(b.begin(), b.end(), 0LL); };
+  int64_t since = 0;
+  for (const SpellWatch::Open& o : open) since = std::max(since, o.since);
+  const std::vector<int64_t> lengths = watch.lengths();
+  const SpellOutlook outlook = spell_outlook(lengths, watch.steps() - since);
+  // The global batch moves (the plan must follow it), too few spells known, or this one has
+  // outlasted them all: followed as any change.
+  if (sum(next) != sum(current) || int32_t(lengths.size()) < kMinSpells || outlook.spells == 0) {
+    reset();
+    return v;
+  }
+  // Following gains over the steps the spell has left, at the speeds now; it costs a plan change
+  // there and back, and the followed plan at the speeds before the spell until its end is answered.
+  std::vector<RankTimeModels::Model> before = forecast;
+  std::vector<size_t> ranks;
+  for (const SpellWatch::Open& o : open) {
+    if (!watch.reference(o.rank).valid) {
+      reset();
+      return v;
+    }
+    before[o.rank] = watch.reference(o.rank);
+    ranks.push_back(o.rank);
+  }
+  const double t_now = step_time(forecast, current, noise), t_next = step_time(forecast, next, noise);
+  const double t_was = step_time(before, current, noise), t_was_next = step_time(before, next, noise);
+  if (!(t_now > 0) || !(t_was > 0) || !std::isfinite(t_next) || !std::isfinite(t_was_next)) {
+    reset();
+    return v;
+  }
+  const double gain = outlook.remaining_steps * (t_now - t_next) / t_now;
+  const double cost = latency * std::max(0.0, (t_was_next - t_was) / t_was) + 2 * switch_cost;
+  if (gain >= cost) {
+    reset();
+    return v;
+  }
+  held_ = ranks;
+  recheck_at_ = watch.steps() + static_cast<int64_t>(std::ceil(outlook.remaining_steps)) + 1;
+  v.hold = true;
+  v.note = "slowdown of rank " + rank_list(held_) + " expected to end in " +
+           format_number("%.1f", outlook.remaining_steps) + " steps (" + std::to_string(outlook.spells) +
+           " of " + std::to_string(lengths.size()) + " spells lasted as long): following gains " +
+           format_number("%.2f", gain) + " steps and costs " + format_number("%.2f", cost) + ": plan kept";
+  return v;
+}
+
+}  // namespace dynamix

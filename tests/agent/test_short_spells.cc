@@ -1,0 +1,252 @@
+// DYNAMIX — spells of a few slow steps: measured step by step against the speed before them, the
+// outlook of one by the ended ones, the hold through one that ends too soon to follow, and the rank
+// models' reading of the windows a spell passed through.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "agent/short_spells.h"
+
+namespace dynamix {
+namespace {
+
+RankTimeModels::Options models_with_spells() {
+  RankTimeModels::Options o;
+  o.restart_at_recent = true;
+  o.spells = true;
+  return o;
+}
+
+// One window of 10 steps ending at `end`: rank i at b[i], t = slow[i]·(alpha + beta·b), with the
+// window's last quarter `recent[i]` times slower (default: as the mean).
+ClusterState spell_window(int64_t end, const std::vector<int32_t>& b, const std::vector<double>& slow,
+                          const std::vector<double>& recent = {}) {
+  ClusterState s;
+  s.global.step = end;
+  s.bounds.min = 1;
+  s.bounds.max = {1024};
+  for (size_t i = 0; i < b.size(); ++i) {
+    NodeRecord r;
+    r.rank = int32_t(i);
+    r.batch_size = b[i];
+    r.steps = 10;
+    r.compute_s = slow[i] * (0.004 + 0.0004 * b[i]);
+    r.compute_recent_s = (recent.empty() ? slow[i] : recent[i]) * (0.004 + 0.0004 * b[i]);
+    r.compute_rel_se = 0.01;
+    s.nodes.push_back(r);
+  }
+  return s;
+}
+
+// Models of 4 equal ranks at 32 samples, 6 windows in.
+RankTimeModels settled_models(std::vector<int32_t> plan = {32, 32, 32, 32}) {
+  RankTimeModels m(models_with_spells());
+  for (int w = 1; w <= 6; ++w) m.observe(spell_window(10 * w, plan, {1, 1, 1, 1}));
+  return m;
+}
+
+// One step of 4 ranks at `plan` under the models' rates, rank `slow_rank` `factor` times slower.
+std::vector<double> step_times(const RankTimeModels& m, const std::vector<int32_t>& plan, int slow_rank,
+                               double factor) {
+  std::vector<double> t(plan.size());
+  for (size_t i = 0; i < plan.size(); ++i)
+    t[i] = m.models()[i].at(plan[i]) * (int(i) == slow_rank ? factor : 1);
+  return t;
+}
+
+// A watch armed on `m` at `plan`, past the first steps that calibrate it at that plan.
+SpellWatch calibrated(const RankTimeModels& m, const std::vector<int32_t>& plan) {
+  SpellWatch w;
+  w.arm(m, plan);
+  for (int s = 0; s < 3; ++s) w.observe(step_times(m, plan, 0, 1.0));
+  return w;
+}
+
+// `spells` spells of rank 1, `length` steps 3x slow each, 20 steps apart.
+void run_spells(SpellWatch& w, const RankTimeModels& m, const std::vector<int32_t>& plan, int spells,
+                int length) {
+  for (int k = 0; k < spells; ++k) {
+    for (int s = 0; s < 20; ++s) w.observe(step_times(m, plan, 1, s < length ? 3.0 : 1.0));
+  }
+}
+
+TEST(SpellWatch, MeasuresEachSpellAgainstTheSpeedBeforeIt) {
+  const RankTimeModels m = settled_models();
+  const std::vector<int32_t> plan(4, 32);
+  SpellWatch w = calibrated(m, plan);
+  for (int s = 0; s < 2; ++s) w.observe(step_times(m, plan, 1, 1.0));
+  for (int s = 0; s < 2; ++s) w.observe(step_times(m, plan, 1, 3.0));
+  EXPECT_TRUE(w.open().empty()) << "two slow steps are no spell yet";
+  w.observe(step_times(m, plan, 1, 3.0));
+  ASSERT_EQ(w.open().size(), 1u);
+  EXPECT_EQ(w.open()[0].rank, 1u);
+  EXPECT_EQ(w.open()[0].since, 5);
+  // A decision in the spell moves rank 1 to 11 samples on a model of its slow speed: the spell is
+  // still judged against the speed before it, and ends when the rank is back at that speed.
+  RankTimeModels slow = m;
+  slow.observe(spell_window(70, plan, {1, 3, 1, 1}));
+  ASSERT_TRUE(slow.readings()[1].restarted);
+  const std::vector<int32_t> followed = {39, 11, 39, 39};
+  w.arm(slow, followed);
+  w.observe(step_times(m, followed, 1, 3.0));
+  EXPECT_EQ(w.open().size(), 1u);
+  w.observe(step_times(m, followed, 1, 1.0));
+  EXPECT_TRUE(w.open().empty());
+  EXPECT_EQ(w.lengths(), std::vector<int64_t>{4});
+  // Runs shorter than three steps are not spells.
+  for (int s = 0; s < 2; ++s) w.observe(step_times(m, followed, 2, 3.0));
+  w.observe(step_times(m, followed, 2, 1.0));
+  EXPECT_EQ(w.lengths(), std::vector<int64_t>{4});
+}
+
+// A rank moved from 32 samples to 3 runs 3.3x what a model fitted at 32 through the origin says
+// (the fixed cost): its first steps there calibrate the reference, and only a real spell counts.
+TEST(SpellWatch, ARankMovedToAFewSamplesIsNotReadAsSlowed) {
+  const RankTimeModels m = settled_models();
+  SpellWatch w = calibrated(m, {32, 32, 32, 32});
+  const std::vector<int32_t> moved = {41, 3, 42, 42};
+  w.arm(m, moved);
+  const auto truth = [&](double slower) {
+    std::vector<double> t(4);
+    for (size_t i = 0; i < 4; ++i) t[i] = (0.004 + 0.0004 * moved[i]) * (i == 1 ? slower : 1);
+    return t;
+  };
+  for (int s = 0; s < 10; ++s) w.observe(truth(1));
+  EXPECT_TRUE(w.open().empty());
+  for (int s = 0; s < 3; ++s) w.observe(truth(3));
+  EXPECT_EQ(w.open().size(), 1u);
+}
+
+TEST(SpellWatch, FlagsTheWindowsASpellBeganOrEndedIn) {
+  const RankTimeModels m = settled_models();
+  const std::vector<int32_t> plan(4, 32);
+  SpellWatch w = calibrated(m, plan);
+  for (int k = 0; k < 2; ++k) w.observe(step_times(m, plan, 1, 3.0));
+  EXPECT_EQ(w.disturbed()[1], 0) << "two slow steps are no spell";
+  w.observe(step_times(m, plan, 1, 3.0));
+  EXPECT_EQ(w.disturbed()[1], RankTimeModels::kSpellBegan);
+  w.observe(step_times(m, plan, 1, 1.0));
+  EXPECT_EQ(w.disturbed()[1], RankTimeModels::kSpellBegan | RankTimeModels::kSpellEnded);
+  w.arm(m, plan);
+  EXPECT_EQ(w.disturbed()[1], 0);
+  // A rank slow since before the window, and still: neither began nor ended here.
+  for (int s = 0; s < 4; ++s) w.observe(step_times(m, plan, 2, 3.0));
+  w.arm(m, plan);
+  for (int s = 0; s < 4; ++s) w.observe(step_times(m, plan, 2, 3.0));
+  EXPECT_EQ(w.disturbed()[2], 0);
+}
+
+TEST(SpellOutlook, IsWhatTheSpellsThatLastedAsLongHadLeft) {
+  const std::vector<int64_t> lengths = {4, 5, 6, 10};
+  EXPECT_EQ(spell_outlook(lengths, 3).spells, 4);
+  EXPECT_DOUBLE_EQ(spell_outlook(lengths, 3).remaining_steps, (1 + 2 + 3 + 7) / 4.0);
+  EXPECT_EQ(spell_outlook(lengths, 6).spells, 1);
+  EXPECT_DOUBLE_EQ(spell_outlook(lengths, 6).remaining_steps, 4);
+  EXPECT_EQ(spell_outlook(lengths, 10).spells, 0);
+}
+
+struct Judged {
+  ShortSpells::Verdict verdict;
+  bool recheck = false;  // a decision was asked once the held spell outlasted its like
+};
+
+// A spell of rank 1 after `known` spells of `length` steps, judged at its third slow step for a
+// move that follows it (rank 1: 32 -> 11), with a plan change costing `cost` steps; then the spell
+// goes on for `more` steps.
+Judged judge_spell(int known, int length, double cost, int more = 0) {
+  const RankTimeModels m = settled_models();
+  const std::vector<int32_t> plan(4, 32), followed = {39, 11, 39, 39};
+  SpellWatch w = calibrated(m, plan);
+  run_spells(w, m, plan, known, length);
+  for (int s = 0; s < 3; ++s) w.observe(step_times(m, plan, 1, 3.0));
+  RankTimeModels slow = m;
+  slow.observe(spell_window(70, plan, {1, 3, 1, 1}));
+  ShortSpells spells;
+  Judged j;
+  j.verdict = spells.judge(w, slow.models(), {}, plan, followed, cost, 4);
+  for (int s = 0; s < more; ++s) {
+    w.observe(step_times(m, plan, 1, 3.0));
+    j.recheck = j.recheck || spells.recheck_due(w);
+  }
+  return j;
+}
+
+TEST(ShortSpells, HoldsASpellThatEndsBeforeFollowingPays) {
+  // Spells of 5 steps, a plan change costing a step: 2 steps left gain 1.3, the changes cost 2.
+  const Judged j = judge_spell(4, 5, 1.0);
+  EXPECT_TRUE(j.verdict.hold) << j.verdict.note;
+  EXPECT_NE(j.verdict.note.find("expected to end in 2.0 steps"), std::string::npos) << j.verdict.note;
+  // Free plan changes: following the same spell pays.
+  EXPECT_FALSE(judge_spell(4, 5, 0.0).verdict.hold);
+}
+
+TEST(ShortSpells, FollowsLongSpellsAndSpellsItKnowsTooLittleOf) {
+  EXPECT_FALSE(judge_spell(4, 15, 1.0).verdict.hold) << "12 steps left pay for the changes";
+  EXPECT_FALSE(judge_spell(2, 5, 1.0).verdict.hold) << "two ended spells say too little";
+}
+
+TEST(ShortSpells, AsksForADecisionOnceAHeldSpellOutlastsItsLike) {
+  const Judged j = judge_spell(4, 5, 1.0, 4);
+  ASSERT_TRUE(j.verdict.hold);
+  EXPECT_TRUE(j.recheck);
+  EXPECT_FALSE(judge_spell(4, 5, 1.0, 2).recheck) << "not before the steps its like had left";
+}
+
+TEST(ShortSpells, TheEndOfAHeldSpellIsReported) {
+  const RankTimeModels m = settled_models();
+  const std::vector<int32_t> plan(4, 32), followed = {39, 11, 39, 39};
+  SpellWatch w = calibrated(m, plan);
+  run_spells(w, m, plan, 4, 5);
+  for (int s = 0; s < 3; ++s) w.observe(step_times(m, plan, 1, 3.0));
+  ShortSpells spells;
+  ASSERT_TRUE(spells.judge(w, m.models(), {}, plan, followed, 1.0, 4).hold);
+  w.observe(step_times(m, plan, 1, 1.0));
+  EXPECT_TRUE(spells.judge(w, m.models(), {}, plan, {33, 31, 32, 32}, 1.0, 4).held_spell_ended);
+}
+
+// A rank slowed 4x for one window is moved to 11 samples; the next window it is back. Its models'
+// history from before resumes (a fresh model at 11 samples read the fixed cost as 1.5x slowness).
+TEST(RankModelsSpells, ABackFromASlowdownResumesTheHistoryBeforeIt) {
+  RankTimeModels m = settled_models();
+  m.observe(spell_window(70, {32, 32, 32, 32}, {1, 4, 1, 1}));
+  ASSERT_TRUE(m.readings()[1].restarted);
+  // The window after the move starts with a slow step: its last quarter says the rank is back.
+  m.observe(spell_window(80, {39, 11, 39, 39}, {1, 1.3, 1, 1}, {1, 1, 1, 1}));
+  EXPECT_TRUE(m.readings()[1].restarted);
+  EXPECT_TRUE(m.readings()[1].resumed);
+  EXPECT_FALSE(m.restarts(1).back().slower);
+  EXPECT_GT(m.readings()[1].observations, 2);
+  // Its balanced share is near the others' again.
+  std::vector<double> lo(4, 1), hi(4, 1024), b;
+  m.split(128, lo, hi, b);
+  EXPECT_GT(b[1], 28);
+  // Without the option, one window is too little to judge the fresh model by.
+  RankTimeModels::Options plain;
+  plain.restart_at_recent = true;
+  RankTimeModels p(plain);
+  for (int w = 1; w <= 6; ++w) p.observe(spell_window(10 * w, {32, 32, 32, 32}, {1, 1, 1, 1}));
+  p.observe(spell_window(70, {32, 32, 32, 32}, {1, 4, 1, 1}));
+  p.observe(spell_window(80, {39, 11, 39, 39}, {1, 1.3, 1, 1}, {1, 1, 1, 1}));
+  EXPECT_FALSE(p.readings()[1].restarted);
+}
+
+// A window a spell began and ended in is not the rank's speed: no restart, no fit, no score; unless
+// its last quarter is still slow (a noisy rank's slowdown broken into spells by its noise).
+TEST(RankModelsSpells, ASlowdownOverWithinItsWindowDoesNotRestartTheModel) {
+  RankTimeModels m = settled_models();
+  const double before = m.models()[1].at(32);
+  const std::vector<uint8_t> over = {0, RankTimeModels::kSpellBegan | RankTimeModels::kSpellEnded, 0, 0};
+  m.observe(spell_window(70, {32, 32, 32, 32}, {1, 1.8, 1, 1}, {1, 1, 1, 1}), &over);
+  EXPECT_FALSE(m.readings()[1].restarted);
+  EXPECT_DOUBLE_EQ(m.models()[1].at(32), before);
+  m.observe(spell_window(80, {32, 32, 32, 32}, {1, 1.8, 1, 1}, {1, 2, 1, 1}), &over);
+  EXPECT_TRUE(m.readings()[1].restarted);
+  m = settled_models();
+  // A spell that began and goes on restarts it as any slowdown.
+  const std::vector<uint8_t> began = {0, RankTimeModels::kSpellBegan, 0, 0};
+  m.observe(spell_window(70, {32, 32, 32, 32}, {1, 1.8, 1, 1}), &began);
+  EXPECT_TRUE(m.readings()[1].restarted);
+}
+
+}  // namespace
+}  // namespace dynamix
