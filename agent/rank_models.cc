@@ -116,10 +116,7 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
         const bool fresh = options_.spells && h.size() == 1 && h.front().after_restart;
         const bool recent = fresh && r.compute_recent_s > 0 && std::isfinite(r.compute_recent_s);
         const double measured = recent ? r.compute_recent_s : r.compute_s;
-        // A slowdown whose spell ended in this window is over, unless the window's last quarter is
-        // still slow: a noisy rank's 2.3x slowdown broke into "spells" whose ends hid it.
-        const bool recent_slow = r.compute_recent_s > (1 + options_.change_threshold) * predicted;
-        const bool over = measured > predicted && (spell_flags(spells, i) & kSpellEnded) && !recent_slow;
+        const bool over = measured > predicted && (spell_flags(spells, i) & kSpellEnded);
         if ((h.size() >= 2 || fresh) && !over &&
             off_by_more_than(measured, predicted, options_.change_threshold)) {
           auto& log = restarts_[i];

@@ -64,13 +64,13 @@ class RankTimeModels {
   explicit RankTimeModels(Options options);
 
   // Adds one window's (b_i, compute_s) per rank; a change of cluster size starts over.
-  // `spells` (optional, flags per rank, SpellWatch::disturbed): a spell of slow steps began
-  // (kSpellBegan) or ended (kSpellEnded) within this window. Such a window's mean is neither the
-  // speed before nor after: unless it restarts the model, it is not fitted, and its forecast is not
-  // scored (a burst's window read as wandering speeds raised the move floor and turned tracking
-  // on). A slowdown that ended within its window, with none begun after it, does not restart the
-  // model: it is over (followed, it left a rank at a third of its share for the next window).
-  static constexpr uint8_t kSpellBegan = 1, kSpellEnded = 2;
+  // `spells` (optional, flags per rank, SpellWatch::disturbed): within this window a spell of
+  // slow steps was seen (kSpellSeen), began (kSpellBegan), or ended with the rank at its speed
+  // since (kSpellEnded). Such a window's mean is neither the speed before nor after: unless it
+  // restarts the model, it is not fitted, and its forecast is not scored (a burst's window read as
+  // wandering speeds raised the move floor and turned tracking on). A slowdown over by the window's
+  // end does not restart the model (followed, it left a rank at a third of its share).
+  static constexpr uint8_t kSpellSeen = 1, kSpellBegan = 2, kSpellEnded = 4;
   void observe(const ClusterState& state, const std::vector<uint8_t>* spells = nullptr);
   bool ready() const;  // every rank has a valid model
   void reset();

@@ -86,13 +86,15 @@ void SpellWatch::observe(const std::vector<double>& compute_s) {
     if (!(expected > 0) || !std::isfinite(compute_s[i])) continue;
     if (calibrating(i, compute_s[i] / expected)) continue;
     if (compute_s[i] > threshold_[i] * scale_[i] * expected) {
-      if (run_steps_[i]++ == 0) run_start_[i] = steps_;
-      // A spell begun after one ended in the same window replaces its flag: the new one goes on.
-      if (run_steps_[i] == options_.min_steps) disturbed_[i] = RankTimeModels::kSpellBegan;
+      // A slow step after a spell ended: it is not over (a noisy rank's slowdown breaks into runs).
+      if (run_steps_[i]++ == 0)
+        run_start_[i] = steps_, disturbed_[i] &= uint8_t(~RankTimeModels::kSpellEnded);
+      if (run_steps_[i] == options_.min_steps)
+        disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellBegan;
       continue;
     }
     if (run_steps_[i] >= options_.min_steps) {
-      disturbed_[i] |= RankTimeModels::kSpellEnded;
+      disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellEnded;
       ended_.push_front(run_steps_[i]);
       if (ended_.size() > options_.newest) ended_.pop_back();
     }

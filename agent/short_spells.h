@@ -57,9 +57,10 @@ class SpellWatch {
   std::vector<int64_t> lengths() const { return {ended_.begin(), ended_.end()}; }
   std::vector<Open> open() const;
   bool spell_open() const;
-  // Per rank since the last arm(), RankTimeModels::kSpellBegan and kSpellEnded: a spell began, or
-  // ended (RankTimeModels::observe's `spells`). Counted from min_steps on, as spells are: flagged
-  // from two steps on, noise alone flagged the windows of 256 equal ranks with 30 % step noise.
+  // Per rank since the last arm(), RankTimeModels::kSpellSeen, kSpellBegan and kSpellEnded: a
+  // spell was seen, began, or ended with no slow step since (RankTimeModels::observe's `spells`).
+  // Counted from min_steps on, as spells are: flagged from two steps on, noise alone flagged the
+  // windows of 256 equal ranks with 30 % step noise.
   const std::vector<uint8_t>& disturbed() const { return disturbed_; }
   // The reference model of rank i (its speed before the spell it is in; empty before arm()).
   const RankTimeModels::Model& reference(size_t i) const { return reference_[i]; }
