@@ -1,7 +1,10 @@
 // DYNAMIX — run_monitor: samples a Monitor every interval and prints flows busiest first.
 #include "bpf/monitor_cli.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -55,6 +58,11 @@ void print_block(const Monitor& mon, const MonitorSample& s, int max_flows) {
 int run_monitor(const MonitorCliOptions& opts) {
   if (!(opts.interval_s > 0)) throw Error("monitor --interval: expected seconds > 0");
   if (opts.count < 0) throw Error("monitor --count: expected >= 0 (0 = forever)");
+  // A process that is not there would only show an empty table, refresh after refresh.
+  for (int pid : opts.pids) {
+    if (pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH))
+      throw Error("monitor --pid " + std::to_string(pid) + ": no such process");
+  }
   std::unique_ptr<Monitor> mon =
       Monitor::create(parse_choice<EbpfMode>(opts.ebpf, "monitor --ebpf"), opts.pids, opts.gpu_index);
   std::printf("dynamix monitor: network source %s (%s)%s%s\n\n", mon->source().c_str(),

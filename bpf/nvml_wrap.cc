@@ -5,9 +5,11 @@
 
 namespace dynamix {
 
-namespace {
+// The few NVML types we use, declared here from the public ABI (no nvml.h at build time). A named
+// namespace: NvmlGpu::Api has members of these types, which an anonymous one would give internal
+// linkage (-Wsubobject-linkage).
+namespace nvml_abi {
 
-// The few NVML types we use, declared here from the public ABI (no nvml.h at build time).
 using nvmlReturn_t = int;
 using nvmlDevice_t = void*;
 constexpr nvmlReturn_t kNvmlSuccess = 0;
@@ -22,7 +24,8 @@ struct nvmlMemory_t {
   unsigned long long used;
 };
 
-}  // namespace
+}  // namespace nvml_abi
+using namespace nvml_abi;  // NOLINT(google-build-using-namespace): this file's own ABI table
 
 struct NvmlGpu::Api {
   nvmlReturn_t (*init)();

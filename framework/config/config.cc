@@ -205,8 +205,15 @@ Fields policy_fields(PolicyConfig& pc, const YamlReader& r) {
 }
 
 // Reads one list of per-rank factors, each checked against `least`.
+// One entry per rank, or one for all; a single number is that one entry (`--set
+// hetero.slowdown=2`, as the count check's "give 1 entry" invites).
 void read_per_rank(const YamlReader& r, const Node& v, const Path& p, double least,
                    std::vector<double>& out) {
+  if (v.IsScalar()) {
+    out = {r.number(v, p)};
+    r.require(out[0] >= least, v, p, "must be >= " + fmt(least));
+    return;
+  }
   out = r.number_list(v, p);
   for (size_t i = 0; i < out.size(); ++i) {
     r.require(out[i] >= least, v[i], p + "[" + std::to_string(i) + "]", "must be >= " + fmt(least));

@@ -291,6 +291,13 @@ TEST(ConfigOverride, NestedCreatesMissingSections) {
   EXPECT_EQ(YAML::Load(c.sim_yaml)["workload"]["b_noise"].as<int>(), 512);
 }
 
+// A per-rank key takes one entry for every rank, and a single number is that entry.
+TEST(ConfigOverride, ASingleNumberIsThePerRankListsOneEntry) {
+  const Config c = parse_config("hetero: {bandwidth_mbps: 200}\n", kOrigin, {"hetero.slowdown=2"});
+  EXPECT_EQ(c.hetero.slowdown, (std::vector<double>{2.0}));
+  EXPECT_EQ(c.hetero.bandwidth_mbps, (std::vector<double>{200.0}));
+}
+
 TEST(ConfigOverride, WholeSectionAndLastOneWins) {
   const Config c = parse_config("policy: {name: static, window: 3}\n", kOrigin,
                                 {"policy={name: proportional, window: 5}", "policy.window=9"});

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import struct
+import subprocess
 
 from e2e_util import DYNAMIX, SOURCE_DIR, TempDir, expect_error, fail, run, train_cmd, write
 
@@ -102,6 +103,14 @@ def main():
         expect_error([DYNAMIX, "agent", "eval", "--suite", str(SOURCE_DIR / "configs/agent_suite"), "--output",
                       str(cfg / "eval")], f"agent eval: --output: cannot create '{cfg / 'eval'}': '{cfg}' is not a directory",
                      "agent eval into a path under a file")
+
+        # A process that is not there: named at once, not an empty table refreshed forever.
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        expect_error([DYNAMIX, "monitor", "--ebpf", "off", "--count", "1", "--pid", str(gone.pid)],
+                     f"monitor --pid {gone.pid}: no such process", "monitor of a process that is not there")
+        expect_error([DYNAMIX, "monitor", "--ebpf", "off", "--count", "1", "--pid", "0"],
+                     "monitor --pid 0: no such process", "monitor of pid 0")
 
         # A good run, then attempts that must not touch its checkpoint.
         r = run(train_cmd(2, cfg))
