@@ -6,30 +6,12 @@
 #include <vector>
 
 #include "agent/recurring_slowdown.h"
+#include "tests/agent/model_window.h"
 
 namespace dynamix {
 namespace {
 
 constexpr double kLatency = 4;  // steps from a change to the plan that answers it
-
-// One window of `steps` steps ending at step `end`: rank i at batch b[i], `slow[i]` times slower.
-ClusterState window(int64_t end, const std::vector<int32_t>& b, const std::vector<double>& slow,
-                    int32_t steps = 10) {
-  ClusterState s;
-  s.global.step = end;
-  s.bounds.min = 1;
-  s.bounds.max = {1024};
-  for (size_t i = 0; i < b.size(); ++i) {
-    NodeRecord r;
-    r.rank = int32_t(i);
-    r.batch_size = b[i];
-    r.steps = steps;
-    r.compute_s = r.compute_recent_s = slow[i] * (0.004 + 0.0004 * b[i]);
-    r.compute_rel_se = 0.01;
-    s.nodes.push_back(r);
-  }
-  return s;
-}
 
 struct Cluster {
   RankTimeModels models{[] {
@@ -45,11 +27,11 @@ struct Cluster {
   void run(int windows, const std::vector<double>& slow) {
     for (int w = 0; w < windows; ++w) {
       step += 10;
-      models.observe(window(step, plan, slow));
+      models.observe(model_window(step, plan, slow));
     }
   }
   RecurringHedge hedge() const {
-    const ClusterState s = window(step, plan, std::vector<double>(plan.size(), 1.0));
+    const ClusterState s = model_window(step, plan, std::vector<double>(plan.size(), 1.0));
     std::vector<double> lo, hi;
     rank_bounds(s.bounds, plan.size(), lo, hi);
     double B = 0;

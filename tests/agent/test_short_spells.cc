@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "agent/short_spells.h"
+#include "tests/agent/model_window.h"
 
 namespace dynamix {
 namespace {
@@ -17,31 +18,10 @@ RankTimeModels::Options models_with_spells() {
   return o;
 }
 
-// One window of 10 steps ending at `end`: rank i at b[i], t = slow[i]·(alpha + beta·b), with the
-// window's last quarter `recent[i]` times slower (default: as the mean).
-ClusterState spell_window(int64_t end, const std::vector<int32_t>& b, const std::vector<double>& slow,
-                          const std::vector<double>& recent = {}) {
-  ClusterState s;
-  s.global.step = end;
-  s.bounds.min = 1;
-  s.bounds.max = {1024};
-  for (size_t i = 0; i < b.size(); ++i) {
-    NodeRecord r;
-    r.rank = int32_t(i);
-    r.batch_size = b[i];
-    r.steps = 10;
-    r.compute_s = slow[i] * (0.004 + 0.0004 * b[i]);
-    r.compute_recent_s = (recent.empty() ? slow[i] : recent[i]) * (0.004 + 0.0004 * b[i]);
-    r.compute_rel_se = 0.01;
-    s.nodes.push_back(r);
-  }
-  return s;
-}
-
 // Models of 4 equal ranks at 32 samples, 6 windows in.
 RankTimeModels settled_models(std::vector<int32_t> plan = {32, 32, 32, 32}) {
   RankTimeModels m(models_with_spells());
-  for (int w = 1; w <= 6; ++w) m.observe(spell_window(10 * w, plan, {1, 1, 1, 1}));
+  for (int w = 1; w <= 6; ++w) m.observe(model_window(10 * w, plan, {1, 1, 1, 1}));
   return m;
 }
 
@@ -84,7 +64,7 @@ TEST(SpellWatch, MeasuresEachSpellAgainstTheSpeedBeforeIt) {
   // A decision in the spell moves rank 1 to 11 samples on a model of its slow speed: the spell is
   // still judged against the speed before it, and ends when the rank is back at that speed.
   RankTimeModels slow = m;
-  slow.observe(spell_window(70, plan, {1, 3, 1, 1}));
+  slow.observe(model_window(70, plan, {1, 3, 1, 1}));
   ASSERT_TRUE(slow.readings()[1].restarted);
   const std::vector<int32_t> followed = {39, 11, 39, 39};
   w.arm(slow, followed);
@@ -164,7 +144,7 @@ Judged judge_spell(int known, int length, double cost, int more = 0) {
   run_spells(w, m, plan, known, length);
   for (int s = 0; s < 3; ++s) w.observe(step_times(m, plan, 1, 3.0));
   RankTimeModels slow = m;
-  slow.observe(spell_window(70, plan, {1, 3, 1, 1}));
+  slow.observe(model_window(70, plan, {1, 3, 1, 1}));
   ShortSpells spells;
   Judged j;
   j.verdict = spells.judge(w, slow.models(), {}, plan, followed, cost, 4);
@@ -212,10 +192,10 @@ TEST(ShortSpells, TheEndOfAHeldSpellIsReported) {
 // history from before resumes (a fresh model at 11 samples read the fixed cost as 1.5x slowness).
 TEST(RankModelsSpells, ABackFromASlowdownResumesTheHistoryBeforeIt) {
   RankTimeModels m = settled_models();
-  m.observe(spell_window(70, {32, 32, 32, 32}, {1, 4, 1, 1}));
+  m.observe(model_window(70, {32, 32, 32, 32}, {1, 4, 1, 1}));
   ASSERT_TRUE(m.readings()[1].restarted);
   // The window after the move starts with a slow step: its last quarter says the rank is back.
-  m.observe(spell_window(80, {39, 11, 39, 39}, {1, 1.3, 1, 1}, {1, 1, 1, 1}));
+  m.observe(model_window(80, {39, 11, 39, 39}, {1, 1.3, 1, 1}, {1, 1, 1, 1}));
   EXPECT_TRUE(m.readings()[1].restarted);
   EXPECT_TRUE(m.readings()[1].resumed);
   EXPECT_FALSE(m.restarts(1).back().slower);
@@ -228,9 +208,9 @@ TEST(RankModelsSpells, ABackFromASlowdownResumesTheHistoryBeforeIt) {
   RankTimeModels::Options plain;
   plain.restart_at_recent = true;
   RankTimeModels p(plain);
-  for (int w = 1; w <= 6; ++w) p.observe(spell_window(10 * w, {32, 32, 32, 32}, {1, 1, 1, 1}));
-  p.observe(spell_window(70, {32, 32, 32, 32}, {1, 4, 1, 1}));
-  p.observe(spell_window(80, {39, 11, 39, 39}, {1, 1.3, 1, 1}, {1, 1, 1, 1}));
+  for (int w = 1; w <= 6; ++w) p.observe(model_window(10 * w, {32, 32, 32, 32}, {1, 1, 1, 1}));
+  p.observe(model_window(70, {32, 32, 32, 32}, {1, 4, 1, 1}));
+  p.observe(model_window(80, {39, 11, 39, 39}, {1, 1.3, 1, 1}, {1, 1, 1, 1}));
   EXPECT_FALSE(p.readings()[1].restarted);
 }
 
@@ -240,12 +220,12 @@ TEST(RankModelsSpells, ASlowdownOverWithinItsWindowDoesNotRestartTheModel) {
   RankTimeModels m = settled_models();
   const double before = m.models()[1].at(32);
   const std::vector<uint8_t> over = {0, M::kSpellSeen | M::kSpellBegan | M::kSpellEnded, 0, 0};
-  m.observe(spell_window(70, {32, 32, 32, 32}, {1, 1.8, 1, 1}), &over);
+  m.observe(model_window(70, {32, 32, 32, 32}, {1, 1.8, 1, 1}), &over);
   EXPECT_FALSE(m.readings()[1].restarted);
   EXPECT_DOUBLE_EQ(m.models()[1].at(32), before);
   // A spell that began and goes on restarts it as any slowdown.
   const std::vector<uint8_t> began = {0, M::kSpellSeen | M::kSpellBegan, 0, 0};
-  m.observe(spell_window(80, {32, 32, 32, 32}, {1, 1.8, 1, 1}), &began);
+  m.observe(model_window(80, {32, 32, 32, 32}, {1, 1.8, 1, 1}), &began);
   EXPECT_TRUE(m.readings()[1].restarted);
 }
 
