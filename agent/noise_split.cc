@@ -177,4 +177,11 @@ double judged_step_time(const std::vector<double>& mean, const std::vector<doubl
   return mean.empty() ? 0 : *std::max_element(mean.begin(), mean.end());
 }
 
+double judged_step_time(const std::vector<RankTimeModels::Model>& models, const std::vector<int32_t>& plan,
+                        const std::vector<double>& noise) {
+  std::vector<double> t(plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) t[i] = models[i].at(plan[i]);
+  return judged_step_time(t, noise);
+}
+
 }  // namespace dynamix

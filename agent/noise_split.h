@@ -41,5 +41,8 @@ std::vector<double> noise_split_scale(const RankTimeModels& models, double globa
 // The step time a plan is judged by: the slowest rank's mean time, or, where the split weighed the
 // ranks' noise (`noise` holds one level per rank), the expected slowest time under that noise.
 double judged_step_time(const std::vector<double>& mean, const std::vector<double>& noise);
+// The same for plan b under per-rank models: each rank's model at its batch, then judged.
+double judged_step_time(const std::vector<RankTimeModels::Model>& models, const std::vector<int32_t>& plan,
+                        const std::vector<double>& noise);
 
 }  // namespace dynamix

@@ -12,14 +12,6 @@
 namespace dynamix {
 namespace {
 
-// The judged step time of plan b under the models m (the expected slowest where `noise` is given).
-double step_time(const std::vector<RankTimeModels::Model>& m, const std::vector<int32_t>& b,
-                 const std::vector<double>& noise) {
-  std::vector<double> t(b.size());
-  for (size_t i = 0; i < b.size(); ++i) t[i] = m[i].at(b[i]);
-  return judged_step_time(t, noise);
-}
-
 std::string rank_list(const std::vector<size_t>& ranks) {
   std::string s;
   for (size_t r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
@@ -191,8 +183,10 @@ ShortSpells::Verdict ShortSpells::judge(const SpellWatch& watch,
     before[o.rank] = watch.reference(o.rank);
     ranks.push_back(o.rank);
   }
-  const double t_now = step_time(forecast, current, noise), t_next = step_time(forecast, next, noise);
-  const double t_was = step_time(before, current, noise), t_was_next = step_time(before, next, noise);
+  const double t_now = judged_step_time(forecast, current, noise),
+               t_next = judged_step_time(forecast, next, noise);
+  const double t_was = judged_step_time(before, current, noise),
+               t_was_next = judged_step_time(before, next, noise);
   if (!(t_now > 0) || !(t_was > 0) || !std::isfinite(t_next) || !std::isfinite(t_was_next)) {
     reset();
     return v;

@@ -59,6 +59,8 @@ class SpellWatch {
   bool spell_open() const;
   // Per rank since the last arm(), RankTimeModels::kSpellSeen, kSpellBegan and kSpellEnded: a
   // spell was seen, began, or ended with no slow step since (RankTimeModels::observe's `spells`).
+  // kSpellSeen stays when a slow step after a spell's end clears kSpellEnded: the window is still
+  // not the rank's speed.
   // Counted from min_steps on, as spells are: flagged from two steps on, noise alone flagged the
   // windows of 256 equal ranks with 30 % step noise.
   const std::vector<uint8_t>& disturbed() const { return disturbed_; }

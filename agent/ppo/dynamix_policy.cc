@@ -97,11 +97,8 @@ bool move_pays(const BalanceView& view, const std::vector<int32_t>& current, con
   if (view.forecast.size() != current.size() || next.size() != current.size()) return true;
   if (std::accumulate(current.begin(), current.end(), 0LL) != std::accumulate(next.begin(), next.end(), 0LL))
     return true;
-  const size_t n = current.size();
-  std::vector<double> now(n), then(n);
-  for (size_t i = 0; i < n; ++i)
-    now[i] = view.forecast[i].at(current[i]), then[i] = view.forecast[i].at(next[i]);
-  const double t_now = judged_step_time(now, view.noise), t_next = judged_step_time(then, view.noise);
+  const double t_now = judged_step_time(view.forecast, current, view.noise);
+  const double t_next = judged_step_time(view.forecast, next, view.noise);
   if (!(t_now > 0) || !std::isfinite(t_now) || !std::isfinite(t_next)) return true;
   *gain_steps = horizon * (t_now - t_next) / t_now;
   return *gain_steps > cost_steps;

@@ -204,9 +204,9 @@ Fields policy_fields(PolicyConfig& pc, const YamlReader& r) {
   };
 }
 
-// Reads one list of per-rank factors, each checked against `least`.
-// One entry per rank, or one for all; a single number is that one entry (`--set
-// hetero.slowdown=2`, as the count check's "give 1 entry" invites).
+// Reads one list of per-rank factors, each checked against `least`: one entry per rank, or one for
+// all; a single number is that one entry (`--set hetero.slowdown=2`, as the count check's "give 1
+// entry" invites).
 void read_per_rank(const YamlReader& r, const Node& v, const Path& p, double least,
                    std::vector<double>& out) {
   if (v.IsScalar()) {
