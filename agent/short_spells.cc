@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "agent/noise_split.h"
@@ -27,6 +28,7 @@ void SpellWatch::reset() {
   calibrating_.clear();
   calibration_.clear();
   batch_.clear();
+  miss_.clear();
   run_start_.clear();
   run_steps_.clear();
   disturbed_.clear();
@@ -46,6 +48,7 @@ void SpellWatch::arm(const RankTimeModels& models, const std::vector<int32_t>& p
     run_start_.assign(n, 0);
     run_steps_.assign(n, 0);
     batch_.assign(n, 0);
+    miss_.assign(n, std::numeric_limits<double>::infinity());
   }
   disturbed_.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
@@ -65,6 +68,8 @@ void SpellWatch::arm(const RankTimeModels& models, const std::vector<int32_t>& p
     if (plan[i] != batch_[i]) {
       calibrating_[i] = true;
       calibration_[i].clear();
+      miss_[i] = batch_[i] > 0 ? std::max(plan[i], batch_[i]) / double(std::min(plan[i], batch_[i]))
+                               : std::numeric_limits<double>::infinity();
     }
     batch_[i] = plan[i];
   }
@@ -76,8 +81,10 @@ void SpellWatch::observe(const std::vector<double>& compute_s) {
   for (size_t i = 0; i < n; ++i) {
     const double expected = reference_[i].valid ? reference_[i].at(batch_[i]) : 0;
     if (!(expected > 0) || !std::isfinite(compute_s[i])) continue;
-    if (calibrating(i, compute_s[i] / expected)) continue;
-    if (compute_s[i] > threshold_[i] * scale_[i] * expected) {
+    const double ratio = compute_s[i] / expected;
+    // While calibrating at a new batch, a step is slow only beyond what the model can miss by there
+    // (a spell begun right after a plan change: its steps calibrated the reference, and hid it).
+    if (ratio > threshold_[i] * scale_[i] * (calibrating_[i] ? miss_[i] : 1.0)) {
       // A slow step after a spell ended: it is not over (a noisy rank's slowdown breaks into runs).
       if (run_steps_[i]++ == 0)
         run_start_[i] = steps_, disturbed_[i] &= uint8_t(~RankTimeModels::kSpellEnded);
@@ -91,18 +98,17 @@ void SpellWatch::observe(const std::vector<double>& compute_s) {
       if (ended_.size() > options_.newest) ended_.pop_back();
     }
     run_steps_[i] = 0;
+    if (calibrating_[i]) calibrate(i, ratio);
   }
   ++steps_;
 }
 
-bool SpellWatch::calibrating(size_t i, double ratio) {
-  if (!calibrating_[i]) return false;
+void SpellWatch::calibrate(size_t i, double ratio) {
   calibration_[i].push_back(ratio);
   if (calibration_[i].size() >= size_t(options_.min_steps)) {
     scale_[i] = median(calibration_[i]);  // a plan change's slow first step does not move it
     calibrating_[i] = false;
   }
-  return true;
 }
 
 std::vector<SpellWatch::Open> SpellWatch::open() const {

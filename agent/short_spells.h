@@ -25,7 +25,8 @@ namespace dynamix {
 // reference is the model in force when the spell began, kept through the spell (the live models
 // restart to the slow speed), so a spell ends when the rank is back at its speed, whatever the plan
 // did meanwhile; outside a spell, a rank's first `min_steps` steps at a new batch calibrate it
-// (their median). A slow step is also beyond kNoiseZ of the rank's step noise (RankTimeModels::
+// (their median; a step slower than the reference can miss by at that batch is a spell's, not a
+// calibration's). A slow step is also beyond kNoiseZ of the rank's step noise (RankTimeModels::
 // Reading::step_noise): 139 ranks with 29 % step noise made short "spells" of noise, which then
 // said a real slowdown of other ranks would end soon (a random 226-rank cluster, 3.5 % slower).
 // Only ratios: no unit matters.
@@ -69,8 +70,8 @@ class SpellWatch {
 
  private:
   Options options_;
-  // Whether this step goes to calibrating rank i's reference at a new batch (then not judged).
-  bool calibrating(size_t i, double ratio);
+  // One step of rank i, not slow, toward the reference's calibration at a new batch.
+  void calibrate(size_t i, double ratio);
 
   std::vector<RankTimeModels::Model> reference_;
   std::vector<double> scale_;           // the reference's calibration at the batch in force
@@ -78,6 +79,9 @@ class SpellWatch {
   static constexpr double kNoiseZ = 3;  // step-noise standard deviations (log) a slow step exceeds
   std::vector<bool> calibrating_;
   std::vector<std::vector<double>> calibration_;  // measured / reference, first steps at a new batch
+  // The most the reference can miss by at the new batch, fitted at the last: the ratio of the two
+  // batches (a time between all fixed cost and all per-sample cost); infinite at the first.
+  std::vector<double> miss_;
   std::vector<int32_t> batch_;
   std::vector<int64_t> run_start_;  // step of the first slow step of the rank's current run
   std::vector<int32_t> run_steps_;  // slow steps in a row (0: none)

@@ -1,4 +1,5 @@
-// DYNAMIX — decision latency of the dynamix policy (state encoding + inference + projection).
+// DYNAMIX — decision latency of the dynamix policy (state encoding + inference + projection), and
+// the per-step check every step waits for.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -112,6 +113,29 @@ BENCHMARK(BM_DecideNoisyRanks)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(bench
 // Online fine-tuning: adds reward, transition storage and hand-off.
 void BM_DecideLearning(benchmark::State& st) { decide_windows(st, true, false); }
 BENCHMARK(BM_DecideLearning)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
+// The per-step check on rank 0 (BatchPolicy::wants_decision: the change alarm, the spell watch,
+// the switch-cost and tracking bookkeeping), which every step of a run waits for; the policy has
+// decided one window first, so the alarm and the spell watch are armed as in a run.
+void BM_StepCheck(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  auto policy = shipped_policy(false);
+  std::mt19937_64 rng(1);
+  ClusterState s = make_state(n, rng);
+  WindowStream windows(s, false);
+  for (int w = 0; w < 3; ++w) {
+    windows.next(s);
+    policy->decide(s);
+  }
+  std::normal_distribution<double> z(0, 0.05);
+  std::vector<std::vector<double>> steps(64, std::vector<double>(n));
+  for (auto& step : steps)
+    for (int i = 0; i < n; ++i) step[i] = s.nodes[i].compute_s * (1 + z(rng));
+  size_t k = 0;
+  for (auto _ : st) benchmark::DoNotOptimize(policy->wants_decision(steps[k++ % steps.size()]));
+  st.SetLabel(std::to_string(n) + " ranks");
+}
+BENCHMARK(BM_StepCheck)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace dynamix
