@@ -18,7 +18,9 @@ namespace dynamix {
 
 #if DYNAMIX_HAVE_CUDA_TOOLKIT
 
-namespace {
+// Named, not anonymous: DevicePacker::Impl holds Tables, and an anonymous type in its fields is a
+// -Wsubobject-linkage warning wherever a unity build includes this file.
+namespace device_pack {
 
 // The legacy default stream: LibTorch's default stream and NcclCommunicator's compute stream.
 constexpr cudaStream_t kStream = nullptr;
@@ -38,7 +40,8 @@ bool same_layout(const std::vector<kernels::Segment<T>>& a, const std::vector<ke
   return true;
 }
 
-}  // namespace
+}  // namespace device_pack
+using namespace device_pack;  // NOLINT(google-build-using-namespace): this file's own helpers
 
 struct DevicePacker::Impl {
   torch::Device device;

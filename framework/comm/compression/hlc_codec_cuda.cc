@@ -22,7 +22,9 @@
 #include "kernels/hlc/sketch.h"
 
 namespace dynamix {
-namespace {
+// Named, not anonymous: HlcCodec::Device holds these buffers, and an anonymous type in its fields is
+// a -Wsubobject-linkage warning wherever a unity build includes this file.
+namespace hlc_device {
 
 // The trainer's gradients and LibTorch's kernels run on the legacy default stream; so do ours, and
 // NcclCommunicator orders its collectives after it.
@@ -110,7 +112,8 @@ void to_host(T* host, const T* device, size_t n) {
   sync();
 }
 
-}  // namespace
+}  // namespace hlc_device
+using namespace hlc_device;  // NOLINT(google-build-using-namespace): this file's own buffers
 
 // Buffers of the device path on one device, kept between calls.
 struct HlcCodec::Device {
