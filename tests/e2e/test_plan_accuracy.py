@@ -3,9 +3,8 @@ fixed plans, then the accuracy table. A fixed plan is deterministic (the same pl
 same accuracy to the last digit, which is what lets the fixed plans' spread stand for the rounding's
 effect alone); the statistics are checked on summaries with known values; bad input is refused."""
 import os
-import subprocess
 
-from e2e_util import DYNAMIX, SOURCE_DIR, TINY_CNN, TempDir, fail, read_jsonl, run, write
+from e2e_util import DYNAMIX, SOURCE_DIR, TINY_CNN, TempDir, expect_error, fail, read_jsonl, run, write
 
 TOOLS = SOURCE_DIR / "scripts" / "experiments"
 
@@ -56,11 +55,8 @@ def check_fixed_plans(d):
         fail(f"no table row for the three fixed runs\n{r.stdout}")
     print(f"ok: fixed plans ran as given, the same plan twice gave the same accuracy ({accs[0]})")
 
-    r = subprocess.run([str(TOOLS / "plan_accuracy.sh"), str(config), str(d / "bad"), "8;8"],
-                       capture_output=True, text=True, env=env, timeout=60)
-    if r.returncode != 2 or "'8;8' is not a comma-separated list" not in r.stderr:
-        fail(f"a malformed plan: exit {r.returncode}, expected 2 and the plan named\n{r.stderr}")
-    print("ok: a malformed plan is refused before any run")
+    expect_error([str(TOOLS / "plan_accuracy.sh"), str(config), str(d / "bad"), "8;8"],
+                 "'8;8' is not a comma-separated list", "a malformed plan", env=env, status=2)
 
 
 def main():
