@@ -231,6 +231,8 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
       switch_cost_.reset();
       spells_.reset();
       spell_watch_.reset();
+      before_slowdown_.clear();
+      slowed_.clear();
     }
     models_.observe(s, &spell_watch_.disturbed());
     // A decision the change alarm asked for moves only where the window's mean confirms a change
@@ -324,15 +326,18 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     const ShortSpells::Verdict spell =
         spells_.judge(spell_watch_, view.forecast, view.noise, current, plan.batch_sizes, switch_cost_.cost(),
                       ChangeAlarm::latency_steps());
+    const bool followed = confirmed && !spell.held_spell_ended;
     if (spell.hold) {
       plan.batch_sizes = current;
       plan.actions.assign(n, static_cast<double>(kHold));
       plan.note = spell.note;
       action = kHold;
-    } else if (!(confirmed && !spell.held_spell_ended) &&
-               keep_unpaid_move(view, current, desired, bounds, window_steps(s), plan)) {
+    } else if (!followed && keep_unpaid_move(view, current, desired, bounds, window_steps(s), plan)) {
       action = kHold;
+    } else {
+      restore_plan_before_slowdown(view, current, bounds, centre, window_steps(s), plan);
     }
+    note_plan_before_slowdown(changed, followed, current, plan.batch_sizes);
     switch_cost_.decided(plan.batch_sizes != current);
 
     if (learn_) {
@@ -383,6 +388,51 @@ bool DynamixPolicy::keep_unpaid_move(const BalanceView& view, const std::vector<
               format_number("%.2f", cost) + " and a move must gain " + format_number("%.2f", least) +
               ": plan kept";
   return true;
+}
+
+bool DynamixPolicy::slowed_ranks_back() const {
+  for (size_t i = 0; i < slowed_.size(); ++i) {
+    const auto& log = models_.restarts(i);
+    if (slowed_[i] && !log.empty() && log.back().slower) return false;
+  }
+  return true;
+}
+
+void DynamixPolicy::note_plan_before_slowdown(const std::vector<bool>& changed, bool followed,
+                                              const std::vector<int32_t>& current,
+                                              const std::vector<int32_t>& next) {
+  if (followed && next != current) {
+    for (size_t i = 0; i < changed.size(); ++i) {
+      const auto& log = models_.restarts(i);
+      if (!changed[i] || log.empty() || !log.back().slower) continue;
+      if (before_slowdown_.empty()) before_slowdown_ = current, slowed_.assign(changed.size(), false);
+      slowed_[i] = true;
+    }
+  }
+  // Every rank is back and the plan has settled: the plan before is no longer offered.
+  if (next == current && slowed_ranks_back()) before_slowdown_.clear(), slowed_.clear();
+}
+
+void DynamixPolicy::restore_plan_before_slowdown(const BalanceView& view, const std::vector<int32_t>& current,
+                                                 const BatchBounds& bounds, const std::vector<double>& centre,
+                                                 int32_t horizon, BatchPlan& plan) {
+  if (before_slowdown_.size() != current.size() || !slowed_ranks_back() ||
+      plan.batch_sizes == before_slowdown_)
+    return;
+  // The plan before, as the bounds in force allow it now (a memory cap may have come meanwhile).
+  const std::vector<double> wanted(before_slowdown_.begin(), before_slowdown_.end());
+  const std::vector<int32_t> back =
+      project_plan(wanted, current, bounds, centre.empty() ? nullptr : &centre).batch_sizes;
+  const double least = move_floor() * horizon;
+  double gain = 0;
+  if (back != before_slowdown_ || move_pays(view, back, plan.batch_sizes, horizon, least, &gain)) return;
+  plan.batch_sizes = back;
+  plan.note += std::string(plan.note.empty() ? "" : "; ") +
+               "back from a slowdown: the plan before it restored (the split gains " +
+               format_number("%.2f", gain) + " steps over the window on it, under the " +
+               format_number("%.2f", least) + " a move must gain)";
+  before_slowdown_.clear();
+  slowed_.clear();
 }
 
 double DynamixPolicy::move_floor() const {
@@ -516,6 +566,8 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
   cadence_.reset();
   spells_.reset();
   spell_watch_.reset();
+  before_slowdown_.clear();
+  slowed_.clear();
   recheck_.clear();
   switch_cost_.reset();  // each episode measures its own (a simulated cluster's cost is its own)
   alarm_.arm({});
