@@ -79,6 +79,8 @@ class RankTimeModels {
   const std::vector<Reading>& readings() const { return readings_; }
   // Rank i's last kRestartLog restarts (empty before observe()).
   const std::deque<Restart>& restarts(size_t i) const { return restarts_[i]; }
+  // Rank i's last restart was a slowdown: it is slower than before it, not back yet.
+  bool in_slowdown(size_t i) const { return !restarts_[i].empty() && restarts_[i].back().slower; }
   int32_t history() const { return options_.history; }
   double forget() const { return options_.forget; }
   // True when the last window, not the history, predicts the next one: over at least

@@ -56,8 +56,7 @@ void SpellWatch::arm(const RankTimeModels& models, const std::vector<int32_t>& p
       batch_[i] = plan[i];
       continue;
     }
-    const auto& log = models.restarts(i);
-    const bool slowed = !log.empty() && log.back().slower && reference_[i].valid;
+    const bool slowed = models.in_slowdown(i) && reference_[i].valid;
     if (!slowed) reference_[i] = models.models()[i], scale_[i] = 1.0;
     // Slower than the rank's own step noise explains, too: a noisy rank's 2x steps are its noise.
     const double noise = models.readings().size() == n ? models.readings()[i].step_noise : 0;

@@ -231,8 +231,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
       switch_cost_.reset();
       spells_.reset();
       spell_watch_.reset();
-      before_slowdown_.clear();
-      slowed_.clear();
+      slowdown_return_.reset();
     }
     models_.observe(s, &spell_watch_.disturbed());
     // A decision the change alarm asked for moves only where the window's mean confirms a change
@@ -337,7 +336,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     } else {
       restore_plan_before_slowdown(view, current, bounds, centre, window_steps(s), plan);
     }
-    note_plan_before_slowdown(changed, followed, current, plan.batch_sizes);
+    slowdown_return_.decided(models_, changed, followed, current, plan.batch_sizes);
     switch_cost_.decided(plan.batch_sizes != current);
 
     if (learn_) {
@@ -390,49 +389,24 @@ bool DynamixPolicy::keep_unpaid_move(const BalanceView& view, const std::vector<
   return true;
 }
 
-bool DynamixPolicy::slowed_ranks_back() const {
-  for (size_t i = 0; i < slowed_.size(); ++i) {
-    const auto& log = models_.restarts(i);
-    if (slowed_[i] && !log.empty() && log.back().slower) return false;
-  }
-  return true;
-}
-
-void DynamixPolicy::note_plan_before_slowdown(const std::vector<bool>& changed, bool followed,
-                                              const std::vector<int32_t>& current,
-                                              const std::vector<int32_t>& next) {
-  if (followed && next != current) {
-    for (size_t i = 0; i < changed.size(); ++i) {
-      const auto& log = models_.restarts(i);
-      if (!changed[i] || log.empty() || !log.back().slower) continue;
-      if (before_slowdown_.empty()) before_slowdown_ = current, slowed_.assign(changed.size(), false);
-      slowed_[i] = true;
-    }
-  }
-  // Every rank is back and the plan has settled: the plan before is no longer offered.
-  if (next == current && slowed_ranks_back()) before_slowdown_.clear(), slowed_.clear();
-}
-
 void DynamixPolicy::restore_plan_before_slowdown(const BalanceView& view, const std::vector<int32_t>& current,
                                                  const BatchBounds& bounds, const std::vector<double>& centre,
                                                  int32_t horizon, BatchPlan& plan) {
-  if (before_slowdown_.size() != current.size() || !slowed_ranks_back() ||
-      plan.batch_sizes == before_slowdown_)
-    return;
+  const std::vector<int32_t>* before = slowdown_return_.offer(models_);
+  if (!before || before->size() != current.size() || plan.batch_sizes == *before) return;
   // The plan before, as the bounds in force allow it now (a memory cap may have come meanwhile).
-  const std::vector<double> wanted(before_slowdown_.begin(), before_slowdown_.end());
+  const std::vector<double> wanted(before->begin(), before->end());
   const std::vector<int32_t> back =
       project_plan(wanted, current, bounds, centre.empty() ? nullptr : &centre).batch_sizes;
   const double least = move_floor() * horizon;
   double gain = 0;
-  if (back != before_slowdown_ || move_pays(view, back, plan.batch_sizes, horizon, least, &gain)) return;
+  if (back != *before || move_pays(view, back, plan.batch_sizes, horizon, least, &gain)) return;
   plan.batch_sizes = back;
   plan.note += std::string(plan.note.empty() ? "" : "; ") +
                "back from a slowdown: the plan before it restored (the split gains " +
                format_number("%.2f", gain) + " steps over the window on it, under the " +
                format_number("%.2f", least) + " a move must gain)";
-  before_slowdown_.clear();
-  slowed_.clear();
+  slowdown_return_.reset();
 }
 
 double DynamixPolicy::move_floor() const {
@@ -566,8 +540,7 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
   cadence_.reset();
   spells_.reset();
   spell_watch_.reset();
-  before_slowdown_.clear();
-  slowed_.clear();
+  slowdown_return_.reset();
   recheck_.clear();
   switch_cost_.reset();  // each episode measures its own (a simulated cluster's cost is its own)
   alarm_.arm({});

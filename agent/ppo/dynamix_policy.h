@@ -19,6 +19,7 @@
 #include "agent/ppo/state_encoder.h"
 #include "agent/rank_models.h"
 #include "agent/short_spells.h"
+#include "agent/slowdown_return.h"
 #include "agent/start_check.h"
 #include "agent/switch_cost.h"
 #include "agent/tracking_cadence.h"
@@ -121,15 +122,8 @@ class DynamixPolicy : public BatchPolicy {
   bool keep_unpaid_move(const BalanceView& view, const std::vector<int32_t>& current,
                         const std::vector<double>& desired, const BatchBounds& bounds, int32_t horizon,
                         BatchPlan& plan) const;
-  // A followed slowdown's return (docs/AGENT.md item 25). The plan in force before a decision
-  // that followed some ranks' slowdown is kept; once every rank whose slowdown was followed is back,
-  // each decision restores it unless the split of the speeds now beats it by move_floor() over
-  // `horizon` steps, until the plan settles (a decision keeps it). The split of the models' return
-  // lands a sample or two off the plan before (their noise), and the move floor then kept that for
-  // the rest of a real run.
-  bool slowed_ranks_back() const;
-  void note_plan_before_slowdown(const std::vector<bool>& changed, bool followed,
-                                 const std::vector<int32_t>& current, const std::vector<int32_t>& next);
+  // Takes SlowdownReturn's plan into `plan` where the split of the speeds now does not beat it by
+  // move_floor() over `horizon` steps (docs/AGENT.md item 25).
   void restore_plan_before_slowdown(const BalanceView& view, const std::vector<int32_t>& current,
                                     const BatchBounds& bounds, const std::vector<double>& centre,
                                     int32_t horizon, BatchPlan& plan);
@@ -158,10 +152,9 @@ class DynamixPolicy : public BatchPolicy {
   bool alarm_raised_ = false;  // the next decision is the one the alarm asked for
   SwitchCost switch_cost_;
   SpellWatch spell_watch_;
-  ShortSpells spells_;                    // slowdowns held through where following them would not pay
-  std::vector<size_t> recheck_;           // a held spell outlasted its like: these ranks' change is due
-  std::vector<int32_t> before_slowdown_;  // the plan before a followed slowdown (empty: none)
-  std::vector<bool> slowed_;              // the ranks whose slowdowns were followed since
+  ShortSpells spells_;              // slowdowns held through where following them would not pay
+  std::vector<size_t> recheck_;     // a held spell outlasted its like: these ranks' change is due
+  SlowdownReturn slowdown_return_;  // the plan to go back to when a followed slowdown is over
   TrackingCadence cadence_;
   RewardTracker reward_;
   RewardTerms last_reward_;
