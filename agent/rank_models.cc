@@ -15,6 +15,7 @@ constexpr int kMinAffineObservations = 3;     // two parameters and one degree o
 constexpr double kAlphaSignificance = 2;      // |alpha| / standard error to keep the fixed cost
 constexpr double kBetaSignificance = 2;       // and beta / its standard error
 constexpr double kMedianVarianceCost = 1.57;  // variance of a median over that of a mean (pi/2)
+constexpr double kReturnZ = 3;                // step-noise standard errors a spell's return must clear
 
 uint8_t spell_flags(const std::vector<uint8_t>* spells, size_t i) {
   return spells && i < spells->size() ? (*spells)[i] : 0;
@@ -116,17 +117,14 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
         const bool fresh = options_.spells && h.size() == 1 && h.front().after_restart;
         const bool recent = fresh && r.compute_recent_s > 0 && std::isfinite(r.compute_recent_s);
         const double measured = recent ? r.compute_recent_s : r.compute_s;
-        const bool over = measured > predicted && (spell_flags(spells, i) & kSpellEnded);
+        const bool ended = options_.spells && (spell_flags(spells, i) & kSpellEnded);
+        const bool over = measured > predicted && ended;
+        const bool returned = ended && spell_returned(i, r, predicted);
         if ((h.size() >= 2 || fresh) && !over &&
-            off_by_more_than(measured, predicted, options_.change_threshold)) {
+            (off_by_more_than(measured, predicted, options_.change_threshold) || returned)) {
           auto& log = restarts_[i];
-          const bool slower = measured > predicted;
-          // Back from the last slowdown: this change undoes at least half of it (log scale; the
-          // models before and during it, compared at this batch, so a fixed cost cancels).
-          const double slowdown =
-              !log.empty() && log.back().before.valid ? predicted / log.back().before.at(r.batch_size) : 0;
-          const bool back = options_.spells && !slower && slowdown > 1 && log.back().slower &&
-                            measured <= predicted / std::sqrt(slowdown);
+          const bool slower = measured > predicted && !returned;
+          const bool back = returned || (!slower && undoes_slowdown(i, r.batch_size, predicted, measured));
           if (slower) before_slowdown_[i] = h;
           h.clear();
           if (back) h = before_slowdown_[i];
@@ -154,6 +152,28 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
     read_step_noise(h, reading);
   }
   if (options_.score_persistence) score_forecasts(state, spells);
+}
+
+bool RankTimeModels::undoes_slowdown(size_t i, double batch, double predicted, double t) const {
+  // Log scale; the models before and during the slowdown, compared at this batch, so a fixed cost
+  // cancels.
+  const std::deque<Restart>& log = restarts_[i];
+  if (!options_.spells || log.empty() || !log.back().slower || !log.back().before.valid) return false;
+  const double slowdown = predicted / log.back().before.at(batch);
+  return slowdown > 1 && t <= predicted / std::sqrt(slowdown);
+}
+
+bool RankTimeModels::spell_returned(size_t i, const NodeRecord& r, double predicted) const {
+  if (!(r.compute_recent_s > 0) || !std::isfinite(r.compute_recent_s)) return false;
+  // The quarter's mean scatters by the rank's step noise over its steps: a noisy rank's quarter of
+  // one or two steps passed for a return (214 ranks at 28 % step noise, window 5: 1.7 % slower
+  // than the best heuristic), so the return must clear kReturnZ of that.
+  Reading now, before;
+  read_step_noise(history_[i], now);
+  read_step_noise(before_slowdown_[i], before);
+  const double se = std::max(now.step_noise, before.step_noise) /
+                    std::sqrt(double(recent_steps(std::max<int64_t>(r.steps, 1))));
+  return undoes_slowdown(i, r.batch_size, predicted, r.compute_recent_s * std::exp(kReturnZ * se));
 }
 
 void RankTimeModels::read_step_noise(const std::deque<Observation>& obs, Reading& reading) const {

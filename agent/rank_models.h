@@ -29,7 +29,9 @@ class RankTimeModels {
     // judged too, by that window's last quarter (a recovery one window after a slowdown was not
     // seen until a second window), and a rank whose change undoes at least half of its last
     // slowdown resumes its history from before that slowdown (a fresh model fitted at the small
-    // batch the slowdown left it read the batch's fixed cost as slowness and kept it there).
+    // batch the slowdown left it read the batch's fixed cost as slowness and kept it there); a
+    // spell's end that SpellWatch saw counts as such a change inside the threshold too
+    // (spell_returned, item 26).
     bool spells = false;
   };
   // Predicted mean compute time of one rank: t(b) = alpha + beta·b (seconds).
@@ -114,6 +116,14 @@ class RankTimeModels {
     bool after_restart = false;  // the window that restarted the model
   };
   void read_step_noise(const std::deque<Observation>& obs, Reading& reading) const;
+  // Rank i's last restart was a slowdown, and a time t at `batch` undoes at least half of it.
+  bool undoes_slowdown(size_t i, double batch, double predicted, double t) const;
+  // A window in which SpellWatch saw rank i's spell end is its return where the window's last
+  // quarter (after the end) undoes half the slowdown beyond the quarter's noise, inside the
+  // restart threshold too: the model of a 2.5x spell's speed, fitted through the origin at 32
+  // samples and read at the 18 the spell left the rank at, missed the return by 0.49, and the rank
+  // stayed at 18 for 50 steps and more (docs/AGENT.md item 26).
+  bool spell_returned(size_t i, const NodeRecord& r, double predicted) const;
   Model fit(const std::deque<Observation>& obs) const;
   double residual(const std::deque<Observation>& obs, const Model& m) const;
 

@@ -240,13 +240,17 @@ TEST(ShippedPolicy, EqualRanksWhoseSpeedsWanderAreNotChased) {
 // the move floor: the split of the models' return lands a sample or two off it, which the floor
 // then kept (a real run kept [32, 33, 31, 32] for 370 steps; docs/AGENT.md item 25). Over 20 seeds
 // the plan at step 360 is the one before the spell in 18, and in 5 with the code before.
+// The same spell at 2.5x (item 26): the model of the slow speed, fitted through the origin at 32
+// samples, read at the 17-19 the spell left a rank at, missed its return by 0.49, inside the restart
+// threshold, and the rank stayed low; 14 seeds restored, 3 with a rank 5-15 samples off. Since the
+// spell's end seen step by step is read as the return: 18 restored, none over 4 off.
 struct SpellReturn {
   std::vector<int32_t> before, followed, after;
 };
-SpellReturn follow_one_spell(uint64_t seed) {
+SpellReturn follow_one_spell(uint64_t seed, double factor) {
   SimConfig c = nodes_at(std::vector<double>(4, 1.0), seed, 0.05);
   add_wandering(c, seed, 1.1);
-  c.events.push_back({300, {2, 3}, 3.0, 12, 0});
+  c.events.push_back({300, {2, 3}, factor, 12, 0});
   ClusterSimulator sim(c, bounds(128), {32}, 20);
   DynamixPolicy policy(shipped());
   ClusterState s = sim.reset(&policy);
@@ -262,16 +266,19 @@ SpellReturn follow_one_spell(uint64_t seed) {
 }
 
 TEST(ShippedPolicy, TheReturnFromAFollowedSpellRestoresThePlanBeforeIt) {
-  int32_t restored = 0;
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
-    const SpellReturn r = follow_one_spell(seed);
-    ASSERT_EQ(r.followed.size(), 4u) << "seed " << seed << ": the spell was not followed";
-    EXPECT_LT(r.followed[2], 24) << "seed " << seed;
-    restored += r.after == r.before;
-    for (size_t i = 0; i < 4; ++i) EXPECT_LE(std::abs(r.after[i] - r.before[i]), 4) << "seed " << seed;
+  for (double factor : {3.0, 2.5}) {
+    int32_t restored = 0;
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+      const SpellReturn r = follow_one_spell(seed, factor);
+      ASSERT_EQ(r.followed.size(), 4u) << factor << "x, seed " << seed << ": the spell was not followed";
+      EXPECT_LT(r.followed[2], 24) << factor << "x, seed " << seed;
+      restored += r.after == r.before;
+      for (size_t i = 0; i < 4; ++i)
+        EXPECT_LE(std::abs(r.after[i] - r.before[i]), 4) << factor << "x, seed " << seed;
+    }
+    std::cout << factor << "x: the plan before the spell restored in " << restored << " of 20 seeds\n";
+    EXPECT_GE(restored, 17) << factor << "x";
   }
-  std::cout << "plan before the spell restored in " << restored << " of 20 seeds\n";
-  EXPECT_GE(restored, 17);
 }
 
 // Wandering ranks (up to 1.2x), and at step 605, while the models track the last window, rank 1
