@@ -165,6 +165,12 @@ ShortSpells::Verdict ShortSpells::judge(const SpellWatch& watch,
     reset();
   }
   if (open.empty() || forecast.size() != n || next.size() != n || next == current) return v;
+  // A move that takes no batch off a rank in a spell does not follow it (other ranks' return from
+  // a slowdown, while two noisy ranks at the least batch were in a spell: held for 90 steps, 3 %
+  // slower; docs/AGENT.md item 26).
+  if (std::none_of(open.begin(), open.end(),
+                   [&](const SpellWatch::Open& o) { return next[o.rank] < current[o.rank]; }))
+    return v;
   const auto sum = [](const std::vector<int32_t>& b) { return std::accumulate(b.begin(), b.end(), 0LL); };
   int64_t since = 0;
   for (const SpellWatch::Open& o : open) since = std::max(since, o.since);

@@ -157,11 +157,12 @@ struct Judged {
 };
 
 // A spell of rank 1 after `known` spells of `length` steps, judged at its third slow step for a
-// move that follows it (rank 1: 32 -> 11), with a plan change costing `cost` steps; then the spell
-// goes on for `more` steps.
-Judged judge_spell(int known, int length, double cost, int more = 0) {
+// move that follows it (rank 1: 32 -> 11; or `move`), with a plan change costing `cost` steps; then
+// the spell goes on for `more` steps.
+Judged judge_spell(int known, int length, double cost, int more = 0,
+                   const std::vector<int32_t>& move = {39, 11, 39, 39}) {
   const RankTimeModels m = settled_models();
-  const std::vector<int32_t> plan(4, 32), followed = {39, 11, 39, 39};
+  const std::vector<int32_t> plan(4, 32), followed = move;
   SpellWatch w = calibrated(m, plan);
   run_spells(w, m, plan, known, length);
   for (int s = 0; s < 3; ++s) w.observe(step_times(m, plan, 1, 3.0));
@@ -184,6 +185,13 @@ TEST(ShortSpells, HoldsASpellThatEndsBeforeFollowingPays) {
   EXPECT_NE(j.verdict.note.find("expected to end in 2.0 steps"), std::string::npos) << j.verdict.note;
   // Free plan changes: following the same spell pays.
   EXPECT_FALSE(judge_spell(4, 5, 0.0).verdict.hold);
+}
+
+// A move among the other ranks (say one back from a slowdown of its own) does not follow the spell:
+// judged as any move, not held through it.
+TEST(ShortSpells, AMoveThatTakesNoBatchOffTheSlowedRankIsNotHeld) {
+  EXPECT_TRUE(judge_spell(4, 5, 1.0, 0, {34, 30, 32, 32}).verdict.hold) << "batch off rank 1 follows it";
+  EXPECT_FALSE(judge_spell(4, 5, 1.0, 0, {36, 32, 28, 32}).verdict.hold);
 }
 
 TEST(ShortSpells, FollowsLongSpellsAndSpellsItKnowsTooLittleOf) {
