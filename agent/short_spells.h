@@ -112,8 +112,9 @@ class ShortSpells {
   };
 
   void reset();
-  // At a decision: whether to keep `current` instead of moving to `next`. `forecast`: each rank's
-  // model for the coming steps (BalanceView::forecast); `noise`: the ranks' step noise where the
+  // At a decision: whether to keep `current` instead of moving to `next`, where the move takes batch
+  // off a rank in a spell (another move does not follow the spell and is not held). `forecast`:
+  // each rank's model for the coming steps (BalanceView::forecast); `noise`: the ranks' step noise where the
   // split weighed it (else empty); `switch_cost`: a plan change's cost in steps (SwitchCost);
   // `latency`: steps from a change to the plan that answers it.
   Verdict judge(const SpellWatch& watch, const std::vector<RankTimeModels::Model>& forecast,
