@@ -4,6 +4,9 @@
 # Usage: scripts/experiments/compare_policies.sh CONFIG REPS OUTDIR [policy ...] [-- extra --set args]
 # A policy written POLICY@BINARY runs with that dynamix binary (e.g. dynamix@/tmp/old/dynamix, an
 # earlier build), labelled POLICY@<binary path with / as _>: two builds side by side in one rotation.
+# A policy written POLICY+KEY=VALUE[+KEY=VALUE...] runs with those --set overrides of its own, and
+# keeps them in its label (e.g. dynamix+policy.learn=true against dynamix: online fine-tuning's
+# cost); both forms combine, POLICY+KEY=VALUE@BINARY.
 # Exits 1 if any run failed (the table then shows the runs that completed).
 # scripts/experiments/run_suite.py does the same over several scenarios and seeds, with CSV and
 # Markdown tables, ratios to static and the best heuristic, failure reports, and plots.
@@ -19,9 +22,12 @@ done
 ((${#policies[@]})) || policies=(static proportional gns dynamix)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 np=$(python3 -c "import yaml,sys; print(len(yaml.safe_load(open('$config'))['batch']['init']))" 2>/dev/null || echo 4)
-mkdir -p "$out"
 labels=()
 for p in "${policies[@]}"; do
+  IFS=+ read -r -a spec <<<"${p%%@*}"
+  for kv in "${spec[@]:1}"; do
+    [[ $kv == ?*=* ]] || { echo "compare_policies: '$kv' in ${p%%@*} is not KEY=VALUE" >&2; exit 2; }
+  done
   if [[ $p == *@* ]]; then
     [[ -x ${p#*@} ]] || { echo "compare_policies: ${p#*@} is not an executable" >&2; exit 2; }
     labels+=("${p%%@*}@$(tr / _ <<<"${p#*@}")")
@@ -29,21 +35,25 @@ for p in "${policies[@]}"; do
     labels+=("$p")
   fi
 done
+mkdir -p "$out"
 failed=0
 for ((r = 0; r < reps; r++)); do
   for ((k = 0; k < ${#policies[@]}; k++)); do
     i=$(((k + r) % ${#policies[@]}))
     p=${policies[$i]} bin=build/bin/dynamix
     [[ $p == *@* ]] && bin=${p#*@} p=${p%%@*}
+    IFS=+ read -r -a spec <<<"$p"
+    sets=()
+    for kv in "${spec[@]:1}"; do sets+=(--set "$kv"); done
     dir=$out/${labels[$i]}.$r
     mpirun -np "$np" --oversubscribe --bind-to none "$bin" train --config "$config" --overwrite \
-      --set policy.name="$p" --set output.dir="$dir" "${extra[@]}" >"$dir.log" 2>&1 ||
+      --set policy.name="${spec[0]}" --set output.dir="$dir" "${sets[@]}" "${extra[@]}" >"$dir.log" 2>&1 ||
       { echo "run ${labels[$i]}.$r FAILED (exit $?; see $dir.log)"; failed=$((failed + 1)); }
     tail -n 1 "$dir.log"
   done
 done
 python3 - "$out" "${labels[@]}" <<'PY'
-import json, statistics, sys
+import glob, json, statistics, sys
 from pathlib import Path
 sys.path.insert(0, "scripts/experiments")
 import wait_split
@@ -51,7 +61,7 @@ out, policies = Path(sys.argv[1]), sys.argv[2:]
 # imbal: the part of the wait that unequal mean times under one plan cause (wait_split.py)
 print(f"{'policy':14} {'runs':>4} {'total_s':>8} {'ttt_s':>7} {'acc':>7} {'wait':>6} {'imbal':>6} {'samples/s':>9}")
 for p in policies:
-    runs = [f.parent for f in sorted(out.glob(f"{p}.*/summary.json"))]
+    runs = [f.parent for f in sorted(out.glob(f"{glob.escape(p)}.*/summary.json"))]
     rows = [json.loads((d / "summary.json").read_text()) for d in runs]
     if not rows:
         print(f"{p:14} no completed run"); continue

@@ -1,6 +1,8 @@
 """scripts/experiments/compare_policies.sh as the README runs it: interleaved real runs of several
 policies on one config, one table of medians; a run that fails (here a misspelt policy) is named
-with its log, and the script exits non-zero instead of printing a table with a row missing."""
+with its log, and the script exits non-zero instead of printing a table with a row missing. A
+policy with settings of its own (POLICY+KEY=VALUE) runs with them beside the plain one, each in its
+own row; a setting that is not KEY=VALUE is refused before any run."""
 from e2e_util import DYNAMIX, SOURCE_DIR, TINY_CNN, TempDir, fail, run, write
 
 SCRIPT = SOURCE_DIR / "scripts" / "experiments" / "compare_policies.sh"
@@ -31,6 +33,25 @@ def main():
         if "1 of 2 runs failed" not in r.stderr or "policy.name" not in log.read_text():
             fail(f"a failing run: no count on stderr, or its log does not say why\n{r.stderr}\n{log.read_text()}")
         print("ok: a failing run is named with its log, and the script exits 1")
+
+        # Online fine-tuning against inference, side by side (docs/RESULTS.md §3c).
+        r = compare(config, d / "learn", ["dynamix", "dynamix+policy.learn=true+policy.window=1"])
+        learned = d / "learn" / f"dynamix+policy.learn=true+policy.window=1{label}.0"
+        rows = [line for line in r.stdout.splitlines() if label in line and line.split()[1] == "1"]
+        if r.returncode != 0 or len(rows) != 2:
+            fail(f"dynamix with and without settings: exit {r.returncode}, rows {rows}\n{r.stdout}{r.stderr}")
+        log = learned.with_name(learned.name + ".log").read_text()
+        plain = (d / "learn" / f"dynamix{label}.0.log").read_text()
+        if "fine-tuning the shipped" not in log or "fine-tuning" in plain:
+            fail(f"policy.learn=true reached the wrong run:\n{log[-1500:]}\n{plain[-1500:]}")
+        if len((learned / "decisions.jsonl").read_text().splitlines()) != 4:
+            fail("policy.window=1 did not reach its run: expected a decision after each of 4 steps")
+        r = compare(config, d / "typo", ["static+policy.learn"])
+        if r.returncode != 2 or "'policy.learn' in static+policy.learn is not KEY=VALUE" not in r.stderr:
+            fail(f"a setting without a value: exit {r.returncode}, expected 2 and a message\n{r.stderr}")
+        if (d / "typo").exists():
+            fail("a refused comparison left its output directory behind")
+        print("ok: POLICY+KEY=VALUE runs with its settings, in a row of its own; a bad one is refused")
     print("PASSED")
 
 
