@@ -15,14 +15,13 @@ bool SlowdownReturn::ranks_back(const RankTimeModels& models) const {
   return true;
 }
 
-void SlowdownReturn::decided(const RankTimeModels& models, const std::vector<bool>& changed, bool followed,
-                             const std::vector<int32_t>& current, const std::vector<int32_t>& next) {
-  if (followed && next != current) {
-    for (size_t i = 0; i < changed.size(); ++i) {
-      if (!changed[i] || !models.in_slowdown(i)) continue;
-      if (before_.empty()) before_ = current, slowed_.assign(changed.size(), false);
-      slowed_[i] = true;
-    }
+void SlowdownReturn::decided(const RankTimeModels& models, const std::vector<int32_t>& current,
+                             const std::vector<int32_t>& next) {
+  const bool sized = next.size() == current.size() && models.models().size() == next.size();
+  for (size_t i = 0; sized && i < next.size(); ++i) {
+    if (next[i] >= current[i] || !models.in_slowdown(i)) continue;
+    if (before_.empty()) before_ = current, slowed_.assign(current.size(), false);
+    slowed_[i] = true;
   }
   // Every rank is back and the plan has settled: the plan before is no longer offered.
   if (next == current && ranks_back(models)) reset();

@@ -18,10 +18,13 @@ namespace dynamix {
 class SlowdownReturn {
  public:
   void reset();
-  // After a decision that moved `current` to `next`. `followed`: it followed a confirmed change;
-  // `changed`: the ranks whose models restarted.
-  void decided(const RankTimeModels& models, const std::vector<bool>& changed, bool followed,
-               const std::vector<int32_t>& current, const std::vector<int32_t>& next);
+  // After a decision that moved `current` to `next`. A move that takes batch off a rank in a
+  // slowdown (its models' last restart was slower) follows that slowdown, whenever the restart
+  // came: with the decision an alarm asked for, or windows before, while the plan was held (a real
+  // run held a spell, moved at the next regular decision when it outlasted its like, and its
+  // return kept [33, 32, 32, 31] for 200 steps; docs/AGENT.md item 26).
+  void decided(const RankTimeModels& models, const std::vector<int32_t>& current,
+               const std::vector<int32_t>& next);
   // The plan before the slowdown, once every rank it slowed is back (nullptr: none to offer).
   const std::vector<int32_t>* offer(const RankTimeModels& models) const;
 

@@ -336,7 +336,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     } else {
       restore_plan_before_slowdown(view, current, bounds, centre, window_steps(s), plan);
     }
-    slowdown_return_.decided(models_, changed, followed, current, plan.batch_sizes);
+    slowdown_return_.decided(models_, current, plan.batch_sizes);
     switch_cost_.decided(plan.batch_sizes != current);
 
     if (learn_) {

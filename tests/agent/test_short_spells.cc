@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "agent/short_spells.h"
+#include "agent/slowdown_return.h"
 #include "tests/agent/model_window.h"
 
 namespace dynamix {
@@ -242,6 +243,30 @@ TEST(RankModelsSpells, ABackFromASlowdownResumesTheHistoryBeforeIt) {
   p.observe(model_window(70, {32, 32, 32, 32}, {1, 4, 1, 1}));
   p.observe(model_window(80, {39, 11, 39, 39}, {1, 1.3, 1, 1}, {1, 1, 1, 1}));
   EXPECT_FALSE(p.readings()[1].restarted);
+}
+
+// A slowdown whose restart came windows before the move that follows it (the plan was held through
+// it at first): the plan before that move is offered back once the rank is back (docs/AGENT.md
+// item 26; item 25 recorded only a move made at the restart's own decision).
+TEST(SlowdownReturn, AMoveOffARankSlowedWindowsBeforeIsOfferedBackAtItsReturn) {
+  const std::vector<int32_t> even = {32, 32, 32, 32}, followed = {39, 11, 39, 39};
+  RankTimeModels m = settled_models();
+  SlowdownReturn ret;
+  m.observe(model_window(70, even, {1, 3, 1, 1}));
+  ASSERT_TRUE(m.in_slowdown(1));
+  ret.decided(m, even, even);  // held
+  m.observe(model_window(80, even, {1, 3, 1, 1}));
+  ASSERT_FALSE(m.readings()[1].restarted);
+  ret.decided(m, even, followed);  // followed now, at a decision without a restart
+  EXPECT_EQ(ret.offer(m), nullptr) << "not while the rank is slow";
+  m.observe(model_window(90, followed, {1, 1, 1, 1}));
+  ASSERT_FALSE(m.in_slowdown(1));
+  ASSERT_NE(ret.offer(m), nullptr);
+  EXPECT_EQ(*ret.offer(m), even);
+  // A move that gives a slowed rank more, or one while no rank is slow, does not follow a slowdown.
+  SlowdownReturn other;
+  other.decided(m, followed, even);
+  EXPECT_EQ(other.offer(m), nullptr);
 }
 
 // A window a spell began and ended in is not the rank's speed: no restart, no fit, no score.
