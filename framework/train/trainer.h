@@ -116,10 +116,16 @@ class Trainer {
   std::string monitor_source() const;  // "ebpf" | "procfs" | "none"
   // Seed of the training set's random augmentation in `epoch` (same on every rank).
   uint64_t data_seed(int64_t epoch) const;
-  // Evaluates on the test set (sharded over ranks); returns {loss, accuracy}. Out of memory on a
-  // rank halves its evaluation chunk and retries (see eval_chunk_). Both this and save_checkpoint()
-  // first make the replicas' buffers identical (average_buffers()).
-  std::pair<double, double> evaluate();
+  // One evaluation: loss and accuracy over the whole test set, and each rank's share of it.
+  struct Evaluation {
+    double loss = 0, accuracy = 0;
+    std::vector<int64_t> samples;  // per rank: test samples evaluated (in proportion to the plan)
+    std::vector<double> seconds;   // per rank: seconds its share took
+  };
+  // Evaluates on the test set, sharded over the ranks in proportion to the plan in force. Out of
+  // memory on a rank halves its evaluation chunk and retries (see eval_chunk_). Both this and
+  // save_checkpoint() first make the replicas' buffers identical (average_buffers()).
+  Evaluation evaluate();
   void save_checkpoint();
 
  private:

@@ -52,22 +52,35 @@ void Trainer::evaluate_chunk(int64_t first, int64_t count, double sums[3]) {
   std::vector<int64_t> idx(static_cast<size_t>(count));
   std::iota(idx.begin(), idx.end(), first);
   const Batch b = for_model(data_.test->get(idx, config_.train.seed));
+  const auto t0 = std::chrono::steady_clock::now();
   objective_->evaluate(*model_, b.inputs, b.targets, sums);
+  if (hetero_->slowdown() > 1.0) {
+    // An emulated slow device is slow at evaluating too: paced as training's compute is.
+    synchronize_device(device_);
+    HeteroEmulator::sleep_seconds(
+        hetero_->compute_delay(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+  }
 }
 
-std::pair<double, double> Trainer::evaluate() {
+Trainer::Evaluation Trainer::evaluate() {
   average_buffers();
   torch::NoGradGuard no_grad;
   model_->eval();
-  const int64_t total = data_.test->size();
-  const int64_t begin = total * rank_ / world_, end = total * (rank_ + 1) / world_;
-  double sums[3] = {0, 0, 0};  // loss x count, correct, counted targets
+  const auto t0 = std::chrono::steady_clock::now();
+  // Each rank's share of the test set follows the plan in force, the policy's split by speed, so
+  // a slower rank does not hold every other one up at each evaluation (as an even split would).
+  const std::vector<int32_t> shards = proportional_split(data_.test->size(), plan_);
+  const int64_t begin = std::accumulate(shards.begin(), shards.begin() + rank_, int64_t{0});
+  const int64_t end = begin + shards[static_cast<size_t>(rank_)];
+  // loss x count, correct, counted targets; then each rank's test samples and seconds (its own
+  // slots; the others' are zero until the sum).
+  std::vector<double> sums(3 + 2 * static_cast<size_t>(world_), 0.0);
   // Out of memory is local to this rank here (no collective until the end): halve the chunk and
   // evaluate the same samples again, as a small device would have to.
   for (int64_t s = begin; s < end;) {
     const int64_t n = std::min(eval_chunk_, end - s);
     try {
-      evaluate_chunk(s, n, sums);
+      evaluate_chunk(s, n, sums.data());
       s += n;
     } catch (const c10::OutOfMemoryError& e) {
       if (n == 1) {
@@ -83,9 +96,20 @@ std::pair<double, double> Trainer::evaluate() {
                    rank_, static_cast<long long>(n), static_cast<long long>(eval_chunk_));
     }
   }
-  if (world_ > 1) comm_.allreduce_sum(sums, 3, DType::kFloat64);
+  synchronize_device(device_);
+  sums[3 + 2 * static_cast<size_t>(rank_)] = static_cast<double>(end - begin);
+  sums[4 + 2 * static_cast<size_t>(rank_)] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (world_ > 1) comm_.allreduce_sum(sums.data(), sums.size(), DType::kFloat64);
   model_->train();
-  return {sums[2] > 0 ? sums[0] / sums[2] : 0.0, sums[2] > 0 ? sums[1] / sums[2] : 0.0};
+  Evaluation e;
+  e.loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
+  e.accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
+  for (int r = 0; r < world_; ++r) {
+    e.samples.push_back(static_cast<int64_t>(sums[3 + 2 * static_cast<size_t>(r)]));
+    e.seconds.push_back(sums[4 + 2 * static_cast<size_t>(r)]);
+  }
+  return e;
 }
 
 void Trainer::maybe_evaluate(bool force) {
@@ -95,7 +119,8 @@ void Trainer::maybe_evaluate(bool force) {
   if (!due || last_eval_step_ == progress_.step) return;
   last_eval_step_ = progress_.step;
   progress_.last_eval_step = progress_.step;
-  const auto [loss, acc] = evaluate();
+  const Evaluation result = evaluate();
+  const double loss = result.loss, acc = result.accuracy;
   if (!std::isfinite(loss)) {
     throw_diverged(progress_.step, "the test loss is " + format_number("%g", loss) + " (test accuracy " +
                                        format_number("%.4f", acc) + ")");
@@ -106,8 +131,12 @@ void Trainer::maybe_evaluate(bool force) {
   const auto& target = config_.train.target_accuracy;
   if (target && progress_.time_to_target_s < 0 && acc >= *target) progress_.time_to_target_s = now;
   if (outputs_) {
-    outputs_->eval(
-        {{"step", progress_.step}, {"wall_time", now}, {"test_loss", loss}, {"test_accuracy", acc}});
+    outputs_->eval({{"step", progress_.step},
+                    {"wall_time", now},
+                    {"test_loss", loss},
+                    {"test_accuracy", acc},
+                    {"test_samples", result.samples},
+                    {"eval_time", result.seconds}});
   }
   const double thr = now > 0 ? progress_.samples_seen / now : 0.0;
   // None yet when a resumed run evaluates at once.

@@ -111,8 +111,8 @@ TEST_F(BufferAveraging, EvaluationAndCheckpointSeeTheBatchWeightedAverage) {
 
   comm_.sums.clear();
   t->evaluate();
-  // One allreduce of the 6 statistics, then the evaluation's sums.
-  EXPECT_EQ(comm_.sums, (std::vector<std::pair<size_t, DType>>{{6, DType::kFloat64}, {3, DType::kFloat64}}));
+  // One allreduce of the 6 statistics, then the evaluation's sums (3, and 2 ranks' shares and times).
+  EXPECT_EQ(comm_.sums, (std::vector<std::pair<size_t, DType>>{{6, DType::kFloat64}, {7, DType::kFloat64}}));
   const auto after = all_ranks(float_buffers(t->model()));
   EXPECT_TRUE(torch::equal(after[0], want)) << after[0] << want;
   EXPECT_TRUE(torch::equal(after[1], want));
@@ -142,8 +142,14 @@ TEST_F(BufferAveraging, ModelWithoutBuffersAddsNoCollective) {
   ASSERT_TRUE(t->model().buffers().empty());
   ASSERT_TRUE(t->step());
   comm_.sums.clear();
-  t->evaluate();
-  EXPECT_EQ(comm_.sums, (std::vector<std::pair<size_t, DType>>{{3, DType::kFloat64}}));
+  const Trainer::Evaluation e = t->evaluate();
+  // The evaluation's sums, with each of the 2 ranks' test samples and seconds.
+  EXPECT_EQ(comm_.sums, (std::vector<std::pair<size_t, DType>>{{7, DType::kFloat64}}));
+  // The 20 test samples are shared as the plan [3, 9] shares the batch.
+  EXPECT_EQ(e.samples, (std::vector<int64_t>{5, 15}));
+  ASSERT_EQ(e.seconds.size(), 2u);
+  EXPECT_GT(e.seconds[0], 0.0);
+  EXPECT_GT(e.seconds[1], 0.0);
 }
 
 }  // namespace
