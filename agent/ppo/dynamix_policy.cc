@@ -117,10 +117,10 @@ bool DynamixPolicy::wants_decision(const std::vector<double>& compute_s) {
   switch_cost_.observe(compute_s);
   spell_watch_.observe(compute_s);
   if (spell_watch_.spell_open()) switch_cost_.disturb();
-  if (start_.armed()) return start_.observe(compute_s);
-  const bool tracking_due = cadence_.observe(models_.tracking());
+  if (start_.armed()) return rules_.on(Rule::kStartCheck) && start_.observe(compute_s);
+  const bool tracking_due = cadence_.observe(models_.tracking()) && rules_.on(Rule::kTracking);
   if (spells_.recheck_due(spell_watch_)) recheck_ = spells_.held();
-  if (alarm_.observe(compute_s)) {
+  if (rules_.on(Rule::kChangeAlarm) && alarm_.observe(compute_s)) {
     alarm_raised_ = true;  // answered by the decision it asks for, or by the regular one just after
     return !cadence_.regular_decision_near();
   }
@@ -145,6 +145,7 @@ DynamixPolicy::DynamixPolicy(DynamixOptions o)
     : config_(o.ppo),
       learn_(o.learn),
       min_move_gain_(o.min_move_gain),
+      rules_(o.rules),
       log_(o.log),
       node_norm_(kNodeFeatures),
       global_norm_(kGlobalFeatures),
@@ -168,9 +169,9 @@ DynamixPolicy::DynamixPolicy(DynamixOptions o)
   log("dynamix: " + std::string(learn_ ? "fine-tuning " : "inference from ") +
       (source.empty() ? "an untrained policy" : source) +
       "; a move must gain >= " + format_number("%g", 100 * min_move_gain_) +
-      " % of the step (policy.min_move_gain; less where the models forecast within the ranks' noise)"
-      "\nppo config:\n" +
-      to_string(config_));
+      " % of the step (policy.min_move_gain; less where the models forecast within the ranks' noise)" +
+      (rules_.all_on() ? std::string() : "; rules off (policy.rules_off): " + rules_.off_names()) +
+      "\nppo config:\n" + to_string(config_));
   if (learn_ && config_.background_update) worker_ = std::thread(&DynamixPolicy::worker_loop, this);
 }
 
@@ -253,7 +254,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     const bool resumed =
         std::any_of(readings.begin(), readings.end(), [](const auto& r) { return r.resumed; });
     const bool confirmed = ((asked_by_alarm || !recheck.empty()) && restarted) || resumed;
-    const BalanceView view = balance_view(s, models_, target_batch(s, current));
+    const BalanceView view = balance_view(s, models_, target_batch(s, current), rules_);
     EncodedState enc = encode_state(s, models_, view);
     ablate_features(enc, config_.ablate);
     if (!enc.finite) return fallback(s, current, "dynamix: non-finite state: " + enc.problem);
@@ -323,17 +324,20 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     // change is always followed, but for the recovery from a spell held through: the plan held
     // already fits it, and a move then is judged as any other.
     const ShortSpells::Verdict spell =
-        spells_.judge(spell_watch_, view.forecast, view.noise, current, plan.batch_sizes, switch_cost_.cost(),
-                      ChangeAlarm::latency_steps());
+        rules_.on(Rule::kShortSpells)
+            ? spells_.judge(spell_watch_, view.forecast, view.noise, current, plan.batch_sizes,
+                            switch_cost_.cost(), ChangeAlarm::latency_steps())
+            : ShortSpells::Verdict{};
     const bool followed = confirmed && !spell.held_spell_ended;
     if (spell.hold) {
       plan.batch_sizes = current;
       plan.actions.assign(n, static_cast<double>(kHold));
       plan.note = spell.note;
       action = kHold;
-    } else if (!followed && keep_unpaid_move(view, current, desired, bounds, window_steps(s), plan)) {
+    } else if (!followed && rules_.on(Rule::kPaidMoves) &&
+               keep_unpaid_move(view, current, desired, bounds, window_steps(s), plan)) {
       action = kHold;
-    } else {
+    } else if (rules_.on(Rule::kSlowdownReturn)) {
       restore_plan_before_slowdown(view, current, bounds, centre, window_steps(s), plan);
     }
     slowdown_return_.decided(models_, current, plan.batch_sizes);
@@ -524,7 +528,7 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
   if (!prev_batches_.empty() && prev_batches_.size() == final_state.nodes.size()) {
     models_.observe(final_state);
     const BalanceView view =
-        balance_view(final_state, models_, target_batch(final_state, sanitized_current(final_state)));
+        balance_view(final_state, models_, target_batch(final_state, sanitized_current(final_state)), rules_);
     last_reward_ = reward_.reward(final_state, prev_batches_, estimated_ideal(final_state, view));
     reward = last_reward_.total;
     if (learn_ && pending_) {

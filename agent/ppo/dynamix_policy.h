@@ -16,6 +16,7 @@
 #include "agent/change_alarm.h"
 #include "agent/ppo/ppo_config.h"
 #include "agent/ppo/reward.h"
+#include "agent/ppo/rules.h"
 #include "agent/ppo/state_encoder.h"
 #include "agent/rank_models.h"
 #include "agent/short_spells.h"
@@ -51,6 +52,7 @@ struct DynamixOptions {
   // more than the ranks' step noise explains, the floor is kFloorErrors times that excess error
   // instead (RankTimeModels::excess_forecast_rms; item 22).
   double min_move_gain = 0.04;
+  RuleSet rules;  // the engineered rules in force (policy.rules_off: for the ablation; agent/ppo/rules.h)
 };
 
 // Modes: learn from scratch (no checkpoint, learn), inference only (checkpoint, !learn),
@@ -138,6 +140,7 @@ class DynamixPolicy : public BatchPolicy {
   PpoConfig config_;
   bool learn_;
   double min_move_gain_;
+  RuleSet rules_;
   std::ostream* log_;
   std::unique_ptr<PpoLearner> learner_;
   mutable std::mutex learner_mutex_;   // held by an update and by save/load

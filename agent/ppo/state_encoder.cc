@@ -269,7 +269,8 @@ std::vector<RankTimeModels::Model> last_window_forecast(const ClusterState& s, c
 
 }  // namespace
 
-BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, double global_batch) {
+BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, double global_batch,
+                         const RuleSet& rules) {
   const size_t n = s.nodes.size();
   BalanceView v;
   v.global_batch = global_batch;
@@ -284,7 +285,8 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   shrink_noise_toward_cluster(s, models, same_speed);
   // Ranks whose steps scatter more than the others' carry a little less (agent/noise_split.h).
   const std::vector<double> noisy =
-      noise_split_scale(models, global_batch, lo, hi, &same_speed, {}, &v.noise);
+      rules.on(Rule::kNoiseSplit) ? noise_split_scale(models, global_batch, lo, hi, &same_speed, {}, &v.noise)
+                                  : std::vector<double>(n, 1.0);
   std::vector<double> slow_scale(n);
   for (size_t i = 0; i < n; ++i) slow_scale[i] = same_speed[i] * noisy[i];
   models.split(global_batch, lo, hi, v.slow, &slow_scale);
@@ -302,12 +304,16 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   split_batch(forecast, global_batch, lo, hi, v.fast, &noisy);
   // Drifting speeds: the last window predicts the next better than the models' history does, so
   // the balanced move follows it (as the fast proposal does).
-  if (models.tracking()) v.slow = v.fast;
-  hold_first_window_noise(models, s, v.slow);
-  hold_homogeneous_plan(s, models, global_batch, forecast, v.noise, v.slow);
+  if (models.tracking() && rules.on(Rule::kTracking)) v.slow = v.fast;
+  if (rules.on(Rule::kHomogeneousHold)) {
+    hold_first_window_noise(models, s, v.slow);
+    hold_homogeneous_plan(s, models, global_batch, forecast, v.noise, v.slow);
+  }
   // Interference that keeps coming back: hold its slow phase's plan where following each phase
   // costs more (agent/recurring_slowdown.h).
-  RecurringHedge hedge = hedge_recurring(s, models, global_batch, lo, hi, ChangeAlarm::latency_steps());
+  RecurringHedge hedge;
+  if (rules.on(Rule::kRecurringHold))
+    hedge = hedge_recurring(s, models, global_batch, lo, hi, ChangeAlarm::latency_steps());
   if (hedge.hold) {
     v.slow = v.fast = std::move(hedge.plan);
     v.note = "recurring slowdown: the slow phase's plan held (" + std::to_string(hedge.hold_cost) +

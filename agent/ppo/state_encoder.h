@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "agent/cluster_state.h"
+#include "agent/ppo/rules.h"
 #include "agent/rank_models.h"
 
 namespace dynamix {
@@ -28,7 +29,9 @@ struct BalanceView {
   bool ready = false;  // every rank has a model; otherwise every proposal = current
   std::string note;    // a rule that shaped the proposals, for decisions.jsonl
 };
-BalanceView balance_view(const ClusterState& state, const RankTimeModels& models, double global_batch);
+// `rules`: those off leave their proposals' shaping out (noise split, the holds, tracking).
+BalanceView balance_view(const ClusterState& state, const RankTimeModels& models, double global_batch,
+                         const RuleSet& rules = {});
 
 // Feature indices. Every feature is a ratio, a fraction or a log-ratio: multiplying every time (or
 // every byte count) by a constant leaves all of them unchanged. Groups (for the ablation table in

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/ppo/rules.h"
 #include "framework/core/error.h"
 #include "framework/core/yaml_reader.h"
 
@@ -200,6 +201,12 @@ Fields policy_fields(PolicyConfig& pc, const YamlReader& r) {
        [&](const Node& v, const Path& p) {
          pc.min_move_gain = r.number(v, p);
          r.require(*pc.min_move_gain >= 0 && *pc.min_move_gain < 1, v, p, "must be in [0, 1)");
+       }},
+      {"rules_off",
+       [&](const Node& v, const Path& p) {
+         const std::vector<std::string> names(rule_names().begin(), rule_names().end());
+         pc.rules_off.clear();
+         r.list(v, p, [&](const Node& e, const Path& ep) { pc.rules_off.push_back(r.choice(e, ep, names)); });
        }},
   };
 }

@@ -88,6 +88,9 @@ struct PolicyConfig {
   // at most (less where the models forecast within the ranks' noise); unset = the agent's default
   // (DynamixOptions::min_move_gain, docs/AGENT.md items 19 and 22).
   std::optional<double> min_move_gain;
+  // dynamix: engineered rules switched off, to measure what each adds (agent/ppo/rules.h names
+  // them; docs/RESULTS.md §3a); empty = all in force.
+  std::vector<std::string> rules_off;
 };
 
 struct HeteroEvent {

@@ -14,6 +14,9 @@ std::unique_ptr<BatchPolicy> make_policy(const Config& config, const BatchBounds
     DynamixOptions o;
     o.learn = config.policy.learn;
     if (config.policy.min_move_gain) o.min_move_gain = *config.policy.min_move_gain;
+    std::string unknown;  // names are checked when the config is read
+    DYNAMIX_CHECK(o.rules.turn_off(config.policy.rules_off, &unknown),
+                  "policy.rules_off: no rule named " + unknown);
     // No checkpoint: the shipped policy; "none": learn from scratch.
     if (config.policy.checkpoint.empty()) {
       o.archive = default_policy_archive();

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Markdown table from agent_ablation.sh's outputs: per removed feature group, the dynamix
-policy's time to target against the best heuristic (median, worst, median of the dynamic
-scenarios), against static on the homogeneous ones (worst), and the fraction of the balanced ideal
-throughput on the static ones (median)."""
+"""Markdown table from agent_ablation.sh's (or rule_ablation.sh's) outputs: per removed feature
+group (or rule switched off), the dynamix policy's time to target against the best heuristic
+(median, worst, median of the dynamic scenarios), against static on the homogeneous ones (worst),
+and the fraction of the balanced ideal throughput on the static ones (median).
+Usage: ablation_table.py OUT [--label LABEL NAME ...] (default: the feature groups)."""
 import json
 import statistics
 import sys
@@ -21,10 +22,13 @@ def summary(path):
 
 def main():
     out = Path(sys.argv[1])
-    print("| removed group | vs best heuristic, median | worst | dynamic, median "
+    label, names = "removed group", GROUPS
+    if len(sys.argv) > 3 and sys.argv[2] == "--label":
+        label, names = sys.argv[3], sys.argv[4:]
+    print(f"| {label} | vs best heuristic, median | worst | dynamic, median "
           "| homogeneous vs static, worst | static: ideal fraction, median |")
     print("|---|---|---|---|---|---|")
-    for g in GROUPS:
+    for g in names:
         f = out / f"eval_{g}" / "eval.json"
         if not f.is_file():
             print(f"| {g} | missing: {f} | | | | |")

@@ -56,6 +56,7 @@ policy:
   checkpoint: runs/p/policy.pt
   learn: false
   min_move_gain: 0.02
+  rules_off: [short_spells, paid_moves]
 hetero:
   slowdown: [1.0, 2.0, 4.0]
   bandwidth_mbps: [0, 0, 200]
@@ -134,6 +135,7 @@ void expect_full(const Config& c) {
   EXPECT_FALSE(c.policy.learn);
   ASSERT_TRUE(c.policy.min_move_gain.has_value());
   EXPECT_DOUBLE_EQ(*c.policy.min_move_gain, 0.02);
+  EXPECT_EQ(c.policy.rules_off, (std::vector<std::string>{"short_spells", "paid_moves"}));
   EXPECT_EQ(c.hetero.slowdown, (std::vector<double>{1.0, 2.0, 4.0}));
   EXPECT_EQ(c.hetero.bandwidth_mbps, (std::vector<double>{0, 0, 200}));
   EXPECT_EQ(c.hetero.jitter, (std::vector<double>{0, 0.25, 0}));

@@ -79,17 +79,18 @@ def bad_inputs(d):
             fail(f"expected a clear error containing {expected!r}, got exit {r.returncode}: {r.stderr[-1000:]}")
 
 
-def sim_run(d, name, config, policies):
-    """`dynamix sim` of configs/experiments/CONFIG with POLICIES: each policy's total time, and the
-    notes of dynamix's decisions."""
+def sim_run(d, name, config, policies, sets=(), with_stdout=False):
+    """`dynamix sim` of configs/experiments/CONFIG with POLICIES (and --set SETS): each policy's
+    total time, the notes of dynamix's decisions, and with_stdout, what the run printed."""
     out = d / name
     r = run([DYNAMIX, "sim", "--config", str(SOURCE_DIR / "configs/experiments" / config),
-             "--policies", ",".join(policies), "--set", f"output.dir={out}"])
+             "--policies", ",".join(policies), "--set", f"output.dir={out}"] +
+            [a for s in sets for a in ("--set", s)])
     if r.returncode != 0:
         fail(f"sim on {config}: exit {r.returncode}\n{r.stderr[-2000:]}")
     t = {p: json.loads((out / p / "summary.json").read_text())["total_time_s"] for p in policies}
     notes = [json.loads(line).get("note", "") for line in (out / "dynamix" / "decisions.jsonl").open()]
-    return t, notes
+    return (t, notes, r.stdout) if with_stdout else (t, notes)
 
 
 def recurring_interference(d):
@@ -108,8 +109,18 @@ def short_spells(d):
     slower for 4-6 steps about every 35 steps, a plan change costing a step): following each spell
     lost 1.9 % to the static plan (proportional 4.9 %, gns 5.8 %); holding through the spells its
     earlier ones say end too soon (agent/short_spells.h) keeps the static plan's time (1.001x), and
-    decisions.jsonl says why."""
+    decisions.jsonl says why. With that rule off (`policy.rules_off: [short_spells]`, the ablation's
+    switch) the same run holds through none, says so at the start, and follows the spells."""
     t, notes = sim_run(d, "short_spells", "sim_short_spells.yaml", ("static", "proportional", "gns", "dynamix"))
+    t_off, notes_off, said = sim_run(d, "short_spells_off", "sim_short_spells.yaml", ("dynamix",),
+                                     ["policy.rules_off=[short_spells]"], with_stdout=True)
+    print(f"short spells, the rule off: dynamix {t_off['dynamix'] / t['static']:.3f}x static")
+    if "rules off (policy.rules_off): short_spells" not in said:
+        fail(f"short spells off: the start line does not name the rule off:\n{said[-1000:]}")
+    if any(re.match(r"slowdown of rank [0-9,]+ expected to end in", n) for n in notes_off):
+        fail("short spells off: a decision still held through a spell")
+    if not t_off["dynamix"] > t["dynamix"]:
+        fail(f"short spells off: not slower than with the rule ({t_off['dynamix']} against {t['dynamix']} s)")
     print(f"short spells: dynamix {t['dynamix'] / t['static']:.3f}x static, "
           f"{t['dynamix'] / min(t['proportional'], t['gns']):.3f}x the best heuristic")
     if not t["dynamix"] <= 1.01 * t["static"] or not t["dynamix"] <= 0.97 * min(t["proportional"], t["gns"]):
