@@ -27,7 +27,7 @@ enum class Rule : uint8_t {
 
 inline const std::array<const char*, static_cast<size_t>(Rule::kCount)>& rule_names() {
   static const std::array<const char*, static_cast<size_t>(Rule::kCount)> names = {
-      "start_check", "change_alarm",   "tracking",    "paid_moves",     "noise_split",
+      "start_check",      "change_alarm",   "tracking",     "paid_moves",     "noise_split",
       "homogeneous_hold", "recurring_hold", "short_spells", "slowdown_return"};
   return names;
 }

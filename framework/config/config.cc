@@ -204,8 +204,13 @@ Fields policy_fields(PolicyConfig& pc, const YamlReader& r) {
        }},
       {"rules_off",
        [&](const Node& v, const Path& p) {
+         // A list of rule names; one name alone is a list of one (`--set policy.rules_off=tracking`).
          const std::vector<std::string> names(rule_names().begin(), rule_names().end());
          pc.rules_off.clear();
+         if (v.IsScalar()) {
+           pc.rules_off.push_back(r.choice(v, p, names));
+           return;
+         }
          r.list(v, p, [&](const Node& e, const Path& ep) { pc.rules_off.push_back(r.choice(e, ep, names)); });
        }},
   };

@@ -282,6 +282,11 @@ TEST(ConfigOverride, ListReplacesScalar) {
   EXPECT_EQ(c.batch.init, (std::vector<int32_t>{16, 32}));
 }
 
+TEST(ConfigOverride, OneRuleNameIsAListOfOne) {
+  const Config c = parse_config("policy: {name: dynamix}\n", kOrigin, {"policy.rules_off=tracking"});
+  EXPECT_EQ(c.policy.rules_off, std::vector<std::string>{"tracking"});
+}
+
 TEST(ConfigOverride, NullClearsTarget) {
   const Config c = parse_config("train: {target_accuracy: 0.9}\n", kOrigin, {"train.target_accuracy=null"});
   EXPECT_FALSE(c.train.target_accuracy.has_value());
