@@ -5,13 +5,24 @@
 # (policy.learn: true; three runs, the updates run on a worker thread so runs differ) and the
 # heuristics; then, on a new seed of F, the held-out policy and each run's fine-tuned policy
 # (OUT/F/learningK/dynamix/policy.pt), both frozen. Writes OUT/F/curve.md (throughput / ideal per
-# fifth of each run) and OUT/F/curve.png.
-# Usage: scripts/experiments/online_finetune.sh [OUT [STEPS]]
+# fifth of each run) and OUT/F/curve.png. Every further argument KEY=VALUE is a --set for every
+# dynamix run (e.g. policy.rules_off=tracking: a family the rules no longer cover, so that something
+# is left to learn); FAMILIES picks the families (default "periodic drift").
+# Usage: [FAMILIES="drift"] scripts/experiments/online_finetune.sh [OUT [STEPS [KEY=VALUE ...]]]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-runs/online_finetune}
 steps=${2:-20000}
 [[ $steps =~ ^[0-9]+$ && $steps -ge 1000 ]] || { echo "online_finetune.sh: STEPS must be a whole number >= 1000, got '$steps'" >&2; exit 2; }
+dx=()  # --set arguments of every dynamix run
+for kv in "${@:3}"; do
+  [[ $kv == ?*=* ]] || { echo "online_finetune.sh: '$kv' is not KEY=VALUE" >&2; exit 2; }
+  dx+=(--set "$kv")
+done
+families=${FAMILIES:-periodic drift}
+for family in $families; do
+  [[ $family == periodic || $family == drift ]] || { echo "online_finetune.sh: no family '$family' (periodic, drift)" >&2; exit 2; }
+done
 bin=${DYNAMIX_BIN:-build/bin/dynamix}
 py=${PYTHON:-/usr/bin/python3}
 mkdir -p "$out/periodic" "$out/drift"
@@ -52,21 +63,21 @@ sim:
 batch: {init: 32, min: 4, max: 256, global: fixed}
 policy: {name: static, window: 10}
 YAML
-for family in periodic drift; do
+for family in $families; do
   d="$out/$family"
   "$bin" agent pretrain --seed 1 --exclude "$family" --output "$d/held_out.pt" --log-every 1000 >"$d/pretrain.log"
   "$bin" sim --config "$d/scenario.yaml" --policies proportional,gns --set "output.dir=$d" >/dev/null
-  "$bin" sim --config "$d/scenario.yaml" --policies dynamix --set "policy.checkpoint=$d/held_out.pt" \
+  "$bin" sim --config "$d/scenario.yaml" --policies dynamix "${dx[@]}" --set "policy.checkpoint=$d/held_out.pt" \
     --set policy.learn=false --set "output.dir=$d/frozen" >/dev/null
   for k in 1 2 3; do
-    "$bin" sim --config "$d/scenario.yaml" --policies dynamix --set "policy.checkpoint=$d/held_out.pt" \
+    "$bin" sim --config "$d/scenario.yaml" --policies dynamix "${dx[@]}" --set "policy.checkpoint=$d/held_out.pt" \
       --set policy.learn=true --set "output.dir=$d/learning$k" >/dev/null
   done
   # After the run: what was learned, frozen, on a seed none of the runs saw.
-  "$bin" sim --config "$d/scenario.yaml" --policies dynamix --set "policy.checkpoint=$d/held_out.pt" \
+  "$bin" sim --config "$d/scenario.yaml" --policies dynamix "${dx[@]}" --set "policy.checkpoint=$d/held_out.pt" \
     --set policy.learn=false --set sim.seed=1000 --set "output.dir=$d/new_seed_held_out" >/dev/null
   for k in 1 2 3; do
-    "$bin" sim --config "$d/scenario.yaml" --policies dynamix --set "policy.checkpoint=$d/learning$k/dynamix/policy.pt" \
+    "$bin" sim --config "$d/scenario.yaml" --policies dynamix "${dx[@]}" --set "policy.checkpoint=$d/learning$k/dynamix/policy.pt" \
       --set policy.learn=false --set sim.seed=1000 --set "output.dir=$d/new_seed_learned$k" >/dev/null
   done
   echo "## $family (held out of pretraining)" | tee "$d/curve.md"
