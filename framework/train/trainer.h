@@ -156,6 +156,10 @@ class Trainer {
   void decide_window();
   // Adds {loss x count, correct, counted} of test samples [first, first + count) to `sums`.
   void evaluate_chunk(int64_t first, int64_t count, double sums[3]);
+  // This rank's test samples [first, last): its share of the plan in force.
+  std::pair<int64_t, int64_t> eval_shard() const;
+  // Test samples [begin, end) in chunks of eval_chunk_, halved on out of memory.
+  void evaluate_range(int64_t begin, int64_t end, double sums[3]);
   // A loaded batch as the model takes it: float64 inputs under options_.float64, on the device
   // (the step's copies are asynchronous: non_blocking).
   Batch for_model(Batch b, bool non_blocking = false) const;

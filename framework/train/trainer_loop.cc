@@ -62,25 +62,21 @@ void Trainer::evaluate_chunk(int64_t first, int64_t count, double sums[3]) {
   }
 }
 
-Trainer::Evaluation Trainer::evaluate() {
-  average_buffers();
-  torch::NoGradGuard no_grad;
-  model_->eval();
-  const auto t0 = std::chrono::steady_clock::now();
+std::pair<int64_t, int64_t> Trainer::eval_shard() const {
   // Each rank's share of the test set follows the plan in force, the policy's split by speed, so
   // a slower rank does not hold every other one up at each evaluation (as an even split would).
-  const std::vector<int32_t> shards = proportional_split(data_.test->size(), plan_);
-  const int64_t begin = std::accumulate(shards.begin(), shards.begin() + rank_, int64_t{0});
-  const int64_t end = begin + shards[static_cast<size_t>(rank_)];
-  // loss x count, correct, counted targets; then each rank's test samples and seconds (its own
-  // slots; the others' are zero until the sum).
-  std::vector<double> sums(3 + 2 * static_cast<size_t>(world_), 0.0);
+  const std::vector<int32_t> shares = proportional_split(data_.test->size(), plan_);
+  const int64_t begin = std::accumulate(shares.begin(), shares.begin() + rank_, int64_t{0});
+  return {begin, begin + shares[static_cast<size_t>(rank_)]};
+}
+
+void Trainer::evaluate_range(int64_t begin, int64_t end, double sums[3]) {
   // Out of memory is local to this rank here (no collective until the end): halve the chunk and
   // evaluate the same samples again, as a small device would have to.
   for (int64_t s = begin; s < end;) {
     const int64_t n = std::min(eval_chunk_, end - s);
     try {
-      evaluate_chunk(s, n, sums.data());
+      evaluate_chunk(s, n, sums);
       s += n;
     } catch (const c10::OutOfMemoryError& e) {
       if (n == 1) {
@@ -96,18 +92,30 @@ Trainer::Evaluation Trainer::evaluate() {
                    rank_, static_cast<long long>(n), static_cast<long long>(eval_chunk_));
     }
   }
+}
+
+Trainer::Evaluation Trainer::evaluate() {
+  average_buffers();
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto [begin, end] = eval_shard();
+  // Loss x count, correct, counted targets; then each rank's test samples and seconds (only this
+  // rank's slots are set here: the sum fills in the others).
+  std::vector<double> sums(3 + 2 * static_cast<size_t>(world_), 0.0);
+  evaluate_range(begin, end, sums.data());
   synchronize_device(device_);
-  sums[3 + 2 * static_cast<size_t>(rank_)] = static_cast<double>(end - begin);
-  sums[4 + 2 * static_cast<size_t>(rank_)] =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const size_t mine = 3 + 2 * static_cast<size_t>(rank_);
+  sums[mine] = static_cast<double>(end - begin);
+  sums[mine + 1] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (world_ > 1) comm_.allreduce_sum(sums.data(), sums.size(), DType::kFloat64);
   model_->train();
   Evaluation e;
   e.loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
   e.accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
-  for (int r = 0; r < world_; ++r) {
-    e.samples.push_back(static_cast<int64_t>(sums[3 + 2 * static_cast<size_t>(r)]));
-    e.seconds.push_back(sums[4 + 2 * static_cast<size_t>(r)]);
+  for (size_t r = 0; r < static_cast<size_t>(world_); ++r) {
+    e.samples.push_back(static_cast<int64_t>(sums[3 + 2 * r]));
+    e.seconds.push_back(sums[4 + 2 * r]);
   }
   return e;
 }
