@@ -13,6 +13,7 @@
 #include "framework/comm/tcp_channel.h"
 #include "framework/comm/watchdog.h"
 #include "framework/comm/watchdog_wire.h"
+#include "framework/core/clock.h"
 #include "framework/core/error.h"
 #include "framework/core/host.h"
 
@@ -116,10 +117,7 @@ void Watchdog::connect_all(Communicator& comm) {
   }
 
   const auto start = std::chrono::steady_clock::now();
-  const std::function<double()> remaining = [&] {
-    return options_.connect_timeout_s -
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
+  const std::function<double()> remaining = [&] { return options_.connect_timeout_s - seconds_since(start); };
   if (rank_ == 0) {
     const std::string accept_error = accept_peers(listen_fd, address, remaining);
     if (error.empty()) error = accept_error;

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "framework/core/clock.h"
 #include "framework/core/error.h"
 #include "framework/train/device.h"
 
@@ -168,7 +169,7 @@ void GradBuckets::allreduce_packed(Bucket& bucket, ReduceResult& out) {
     out.wire_bytes += count * buffer.element_size();
   }
   if (staged) bucket.flat.copy_(bucket.host);
-  out.comm_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.comm_s += seconds_since(t0);
   out.bytes += count * bucket.flat.element_size();
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <thread>
 
+#include "framework/core/clock.h"
 #include "framework/core/random.h"
 #include "framework/core/stats.h"
 
@@ -52,8 +53,7 @@ double HeteroEmulator::compute_delay(double measured_s) const {
 void HeteroEmulator::start_compute() { mark_ = std::chrono::steady_clock::now(); }
 
 void HeteroEmulator::pace() {
-  const double measured = std::chrono::duration<double>(std::chrono::steady_clock::now() - mark_).count();
-  sleep_seconds(compute_delay(measured));
+  sleep_seconds(compute_delay(seconds_since(mark_)));
   mark_ = std::chrono::steady_clock::now();
 }
 

@@ -12,6 +12,7 @@
 
 #include "agent/plan_projection.h"
 #include "framework/comm/mpi_runtime.h"
+#include "framework/core/clock.h"
 #include "framework/core/error.h"
 #include "framework/core/host_memory.h"
 #include "framework/core/random.h"
@@ -30,10 +31,6 @@ namespace dynamix {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 DatasetSpec dataset_spec(const DatasetConfig& d) {
   DatasetSpec s;

@@ -9,6 +9,7 @@
 
 #include "agent/plan_projection.h"
 #include "framework/comm/mpi_runtime.h"
+#include "framework/core/clock.h"
 #include "framework/core/error.h"
 #include "framework/core/strings.h"
 #include "framework/train/precision.h"
@@ -52,14 +53,11 @@ void Trainer::evaluate_chunk(int64_t first, int64_t count, double sums[3]) {
   std::vector<int64_t> idx(static_cast<size_t>(count));
   std::iota(idx.begin(), idx.end(), first);
   const Batch b = for_model(data_.test->get(idx, config_.train.seed));
-  const auto t0 = std::chrono::steady_clock::now();
+  // An emulated slow device is slow at evaluating too: paced as training's compute is.
+  hetero_->start_compute();
   objective_->evaluate(*model_, b.inputs, b.targets, sums);
-  if (hetero_->slowdown() > 1.0) {
-    // An emulated slow device is slow at evaluating too: paced as training's compute is.
-    synchronize_device(device_);
-    HeteroEmulator::sleep_seconds(
-        hetero_->compute_delay(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
-  }
+  if (hetero_->slowdown() > 1.0) synchronize_device(device_);  // timed once its kernels are done
+  hetero_->pace();
 }
 
 std::pair<int64_t, int64_t> Trainer::eval_shard() const {
@@ -107,7 +105,7 @@ Trainer::Evaluation Trainer::evaluate() {
   synchronize_device(device_);
   const size_t mine = 3 + 2 * static_cast<size_t>(rank_);
   sums[mine] = static_cast<double>(end - begin);
-  sums[mine + 1] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  sums[mine + 1] = seconds_since(t0);
   if (world_ > 1) comm_.allreduce_sum(sums.data(), sums.size(), DType::kFloat64);
   model_->train();
   Evaluation e;
@@ -165,8 +163,7 @@ void Trainer::decide_window() {
   window_oom_events_ = 0;
   const auto sample_start = std::chrono::steady_clock::now();
   const MonitorSample m = monitor_ ? monitor_->sample() : MonitorSample{};
-  const double monitor_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - sample_start).count();
+  const double monitor_s = seconds_since(sample_start);
   mine.cpu_util_process = m.cpu_util_process;
   mine.cpu_util_machine = m.cpu_util_machine;
   mine.mem_rss_bytes = m.mem_rss_bytes;
