@@ -1,19 +1,17 @@
 #!/usr/bin/env bash
-# One rank of a training run on a node with real CPU interference in short spells. Use it as the
-# binary of compare_policies.sh (POLICY@scripts/experiments/spells_rank.sh): mpirun starts it per
-# rank, it pins rank r of n to core r*cores/n (4 ranks on 2 cores: 0 0 1 1) and runs build/bin/dynamix
-# there; rank 0 also starts cpu_spells.py on the last core for as long as it lives, so the ranks
-# pinned there slow down in spells (a neighbour's bursts). DYNAMIX_SPELLS adds cpu_spells.py
-# arguments (e.g. "--hogs 3 --on 0.25:0.4 --off 1.5:3 --seed 1"); DYNAMIX_SPELLS_LOG names its log;
-# DYNAMIX_BIN another dynamix binary.
+# One rank of a training run on a node with real CPU interference in spells. Use it as the binary of
+# compare_policies.sh (POLICY@scripts/experiments/spells_rank.sh): mpirun starts it per rank,
+# pin_rank.sh pins it to its core (4 ranks on 2 cores: 0 0 1 1; DYNAMIX_CORES another layout) and
+# runs build/bin/dynamix there; rank 0 also starts cpu_spells.py on the last core for as long as it
+# lives, so the ranks pinned there slow down in spells (a neighbour's bursts). DYNAMIX_SPELLS adds
+# cpu_spells.py arguments (e.g. "--hogs 3 --on 0.25:0.4 --off 1.5:3 --seed 1"); DYNAMIX_SPELLS_LOG
+# names its log; DYNAMIX_BIN another dynamix binary.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} size=${OMPI_COMM_WORLD_SIZE:-${PMI_SIZE:-1}}
-cores=$(nproc)
-core=$((rank * cores / size))
+here=$(cd "$(dirname "$0")" && pwd)
+rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
 if ((rank == 0)); then
   # shellcheck disable=SC2086  # DYNAMIX_SPELLS is a list of arguments
-  python3 "$root/scripts/experiments/cpu_spells.py" --pid $$ --cpus $((cores - 1)) \
+  python3 "$here/cpu_spells.py" --pid $$ --cpus $(($(nproc) - 1)) \
     ${DYNAMIX_SPELLS:-} ${DYNAMIX_SPELLS_LOG:+--log "$DYNAMIX_SPELLS_LOG"} &
 fi
-exec taskset -c "$core" "${DYNAMIX_BIN:-$root/build/bin/dynamix}" "$@"
+exec "$here/pin_rank.sh" "$@"

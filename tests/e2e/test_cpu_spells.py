@@ -1,7 +1,8 @@
-"""scripts/experiments/cpu_spells.py and spells_rank.sh as RESULTS §1 runs them: spells of real CPU
-interference for as long as a process lives, each as long as asked, and no busy process left
-behind; a training run through compare_policies.sh with spells_rank.sh as the binary completes and
-logs its spells; bad input is refused."""
+"""scripts/experiments/cpu_spells.py, spells_rank.sh and pin_rank.sh as RESULTS §1 runs them: spells
+of real CPU interference for as long as a process lives, each as long as asked, and no busy process
+left behind; a training run through compare_policies.sh with spells_rank.sh as the binary completes
+and logs its spells; pin_rank.sh places each rank on the core DYNAMIX_CORES names (the shared-cores
+cell's real heterogeneity); bad input is refused."""
 import os
 import subprocess
 import time
@@ -10,6 +11,7 @@ from e2e_util import DYNAMIX, SOURCE_DIR, TINY_CNN, TempDir, expect_error, fail,
 
 TOOLS = SOURCE_DIR / "scripts" / "experiments"
 SPELLS = TOOLS / "cpu_spells.py"
+PIN = TOOLS / "pin_rank.sh"
 
 
 def spell_processes(pid):
@@ -60,10 +62,34 @@ def check_training_run(d):
     print(f"ok: a training run through spells_rank.sh, {len(log.read_text().splitlines())} spells logged")
 
 
+def check_pinned_layout(d):
+    """Both ranks on the last core this process may use, as DYNAMIX_CORES lists it: the run's
+    placement lines name that core for each rank."""
+    config = write(d / "tiny_pin.yaml", TINY_CNN.replace("OUT", str(d / "unused")))
+    core = str(max(os.sched_getaffinity(0)))
+    env = dict(os.environ, DYNAMIX_BIN=DYNAMIX, DYNAMIX_CORES=f"{core} {core}")
+    r = run([str(TOOLS / "compare_policies.sh"), str(config), "1", str(d / "pin"), f"static@{PIN}"],
+            timeout=200, env=env)
+    logs = list((d / "pin").glob("static@*.0.log"))
+    if r.returncode != 0 or len(logs) != 1:
+        fail(f"a run through pin_rank.sh: exit {r.returncode}, logs {logs}\n{r.stdout}{r.stderr}")
+    placed = [line for line in logs[0].read_text().splitlines() if line.startswith("placement: rank ")]
+    if len(placed) != 2 or not all(f" cpus {core} " in line for line in placed):
+        fail(f"DYNAMIX_CORES='{core} {core}': placement lines {placed}")
+    print(f"ok: both ranks on core {core} through pin_rank.sh")
+
+    rank0 = dict(os.environ, OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="2", DYNAMIX_BIN="/bin/true")
+    for cores, needle in (("0", "lists 1 core(s) for 2 ranks"), ("x 0", "is not a core"),
+                          ("4096 0", "is not a core")):
+        expect_error([str(PIN)], needle, f"DYNAMIX_CORES='{cores}'", env=dict(rank0, DYNAMIX_CORES=cores),
+                     status=2)
+
+
 def main():
     with TempDir() as d:
         check_spells(d)
         check_training_run(d)
+        check_pinned_layout(d)
     print("PASSED")
 
 
