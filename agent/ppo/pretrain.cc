@@ -9,6 +9,7 @@
 
 #include "agent/plan_projection.h"
 #include "agent/ppo/ppo_learner.h"
+#include "framework/core/clock.h"
 #include "framework/core/error.h"
 #include "framework/core/file_io.h"
 #include "framework/core/random.h"
@@ -326,7 +327,7 @@ int run_pretrain(const PretrainOptions& o) {
     sum_final += r.final_ideal_ratio;
     ++in_block;
     if (in_block == o.log_every || ep + 1 == o.episodes) {
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      double secs = seconds_since(start);
       out << "episode " << ep + 1 << "/" << o.episodes << "  mean_reward "
           << format_number("%.3f", sum_reward / in_block) << "  throughput/ideal "
           << format_number("%.3f", sum_ratio / in_block) << " (end of episode "

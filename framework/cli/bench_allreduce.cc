@@ -19,6 +19,7 @@
 #include "framework/cli/make_communicator.h"
 #include "framework/comm/mpi_communicator.h"
 #include "framework/comm/mpi_runtime.h"
+#include "framework/core/clock.h"
 #include "framework/core/error.h"
 #include "framework/train/device.h"
 #include "framework/train/grad_buckets.h"
@@ -42,7 +43,7 @@ double time_it(F&& f, int iters, const torch::Device& device) {
   const auto t0 = Clock::now();
   for (int i = 0; i < iters; ++i) f();
   synchronize(device);
-  double t = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+  double t = seconds_since(t0) / iters;
   MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return t;
 }

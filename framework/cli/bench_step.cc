@@ -11,6 +11,7 @@
 #include "framework/cli/commands.h"
 #include "framework/comm/mpi_communicator.h"
 #include "framework/comm/mpi_runtime.h"
+#include "framework/core/clock.h"
 #include "framework/core/error.h"
 #include "framework/core/stats.h"
 #include "framework/train/precision.h"
@@ -101,10 +102,10 @@ int run_bench_step(const BenchStepCommand& cmd, int* argc, char*** argv) {
     for (int r = 0; r < cmd.repeats; ++r) {
       auto t0 = Clock::now();
       for (int i = 0; i < cmd.steps; ++i) trainer.step();
-      fw.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / cmd.steps);
+      fw.push_back(seconds_since(t0) / cmd.steps);
       t0 = Clock::now();
       for (int i = 0; i < cmd.steps; ++i) bare_step();
-      raw.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / cmd.steps);
+      raw.push_back(seconds_since(t0) / cmd.steps);
     }
     const double f = median(fw), r = median(raw);
     std::printf(

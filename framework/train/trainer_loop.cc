@@ -103,17 +103,17 @@ Trainer::Evaluation Trainer::evaluate() {
   std::vector<double> sums(3 + 2 * static_cast<size_t>(world_), 0.0);
   evaluate_range(begin, end, sums.data());
   synchronize_device(device_);
-  const size_t mine = 3 + 2 * static_cast<size_t>(rank_);
-  sums[mine] = static_cast<double>(end - begin);
-  sums[mine + 1] = seconds_since(t0);
+  const auto slot = [](int r) { return 3 + 2 * static_cast<size_t>(r); };  // rank r's samples, then seconds
+  sums[slot(rank_)] = static_cast<double>(end - begin);
+  sums[slot(rank_) + 1] = seconds_since(t0);
   if (world_ > 1) comm_.allreduce_sum(sums.data(), sums.size(), DType::kFloat64);
   model_->train();
   Evaluation e;
   e.loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
   e.accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
-  for (size_t r = 0; r < static_cast<size_t>(world_); ++r) {
-    e.samples.push_back(static_cast<int64_t>(sums[3 + 2 * r]));
-    e.seconds.push_back(sums[4 + 2 * r]);
+  for (int r = 0; r < world_; ++r) {
+    e.samples.push_back(static_cast<int64_t>(sums[slot(r)]));
+    e.seconds.push_back(sums[slot(r) + 1]);
   }
   return e;
 }
