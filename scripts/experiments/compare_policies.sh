@@ -22,17 +22,20 @@ done
 ((${#policies[@]})) || policies=(static proportional gns dynamix)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 np=$(python3 -c "import yaml,sys; print(len(yaml.safe_load(open('$config'))['batch']['init']))" 2>/dev/null || echo 4)
-labels=()
+# Each policy parsed once: its name, binary, --set arguments (one string, "--set KEY=VALUE ...",
+# split again at the run; a VALUE holds no spaces) and label.
+labels=() names=() bins=() sets=()
 for p in "${policies[@]}"; do
   IFS=+ read -r -a spec <<<"${p%%@*}"
+  s=""
   for kv in "${spec[@]:1}"; do
-    [[ $kv == ?*=* ]] || { echo "compare_policies: '$kv' in ${p%%@*} is not KEY=VALUE" >&2; exit 2; }
+    [[ $kv == ?*=* && $kv != *" "* ]] || { echo "compare_policies: '$kv' in ${p%%@*} is not KEY=VALUE" >&2; exit 2; }
+    s+=" --set $kv"
   done
+  names+=("${spec[0]}") sets+=("$s") bins+=(build/bin/dynamix) labels+=("$p")
   if [[ $p == *@* ]]; then
     [[ -x ${p#*@} ]] || { echo "compare_policies: ${p#*@} is not an executable" >&2; exit 2; }
-    labels+=("${p%%@*}@$(tr / _ <<<"${p#*@}")")
-  else
-    labels+=("$p")
+    bins[-1]=${p#*@} labels[-1]="${p%%@*}@$(tr / _ <<<"${p#*@}")"
   fi
 done
 mkdir -p "$out"
@@ -40,14 +43,10 @@ failed=0
 for ((r = 0; r < reps; r++)); do
   for ((k = 0; k < ${#policies[@]}; k++)); do
     i=$(((k + r) % ${#policies[@]}))
-    p=${policies[$i]} bin=build/bin/dynamix
-    [[ $p == *@* ]] && bin=${p#*@} p=${p%%@*}
-    IFS=+ read -r -a spec <<<"$p"
-    sets=()
-    for kv in "${spec[@]:1}"; do sets+=(--set "$kv"); done
+    read -r -a own <<<"${sets[$i]}"
     dir=$out/${labels[$i]}.$r
-    mpirun -np "$np" --oversubscribe --bind-to none "$bin" train --config "$config" --overwrite \
-      --set policy.name="${spec[0]}" --set output.dir="$dir" "${sets[@]}" "${extra[@]}" >"$dir.log" 2>&1 ||
+    mpirun -np "$np" --oversubscribe --bind-to none "${bins[$i]}" train --config "$config" --overwrite \
+      --set policy.name="${names[$i]}" --set output.dir="$dir" "${own[@]}" "${extra[@]}" >"$dir.log" 2>&1 ||
       { echo "run ${labels[$i]}.$r FAILED (exit $?; see $dir.log)"; failed=$((failed + 1)); }
     tail -n 1 "$dir.log"
   done

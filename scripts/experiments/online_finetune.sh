@@ -25,8 +25,9 @@ for family in $families; do
 done
 bin=${DYNAMIX_BIN:-build/bin/dynamix}
 py=${PYTHON:-/usr/bin/python3}
-mkdir -p "$out/periodic" "$out/drift"
-"$py" - "$out/periodic/scenario.yaml" "$steps" <<'PY'
+# Each family's scenario, written only for the families run.
+periodic_scenario() {
+  "$py" - "$1" "$steps" <<'PY'
 import sys
 steps = int(sys.argv[2])
 events = "\n".join(f"    - {{at_step: {t}, ranks: [2, 9], slowdown: 3.0, duration_steps: 20}}"
@@ -45,7 +46,9 @@ batch: {{init: 32, min: 4, max: 256, global: fixed}}
 policy: {{name: static, window: 10}}
 """)
 PY
-cat >"$out/drift/scenario.yaml" <<YAML
+}
+drift_scenario() {
+  cat >"$1" <<YAML
 # Held out: 16 ranks in 4 groups, each group's speed moving smoothly between 1x and 4x slower every
 # 150 steps, a quarter of a cycle apart.
 sim:
@@ -63,8 +66,14 @@ sim:
 batch: {init: 32, min: 4, max: 256, global: fixed}
 policy: {name: static, window: 10}
 YAML
+}
 for family in $families; do
   d="$out/$family"
+  mkdir -p "$d"
+  case $family in
+    periodic) periodic_scenario "$d/scenario.yaml" ;;
+    drift) drift_scenario "$d/scenario.yaml" ;;
+  esac
   "$bin" agent pretrain --seed 1 --exclude "$family" --output "$d/held_out.pt" --log-every 1000 >"$d/pretrain.log"
   "$bin" sim --config "$d/scenario.yaml" --policies proportional,gns --set "output.dir=$d" >/dev/null
   "$bin" sim --config "$d/scenario.yaml" --policies dynamix "${dx[@]}" --set "policy.checkpoint=$d/held_out.pt" \
