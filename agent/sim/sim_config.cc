@@ -54,12 +54,15 @@ std::vector<YamlReader::Field> workload_fields(const YamlReader& r, SimWorkload&
           {"switch_cost", at_least(w.switch_cost, 0, false)}};
 }
 
-void set_speeds(SimConfig& c, const std::vector<double>& speeds) {
+// Each node's alpha and beta: the workload's divided by its speed, the fixed cost by its own
+// `fixed_speeds` where given (a device generation faster per sample than at its per-step overhead).
+void set_speeds(SimConfig& c, const std::vector<double>& speeds,
+                const std::vector<double>* fixed_speeds = nullptr) {
   c.nodes = int32_t(speeds.size());
   c.alpha_s.resize(speeds.size());
   c.beta_s.resize(speeds.size());
   for (size_t i = 0; i < speeds.size(); ++i) {
-    c.alpha_s[i] = c.workload.alpha_s / speeds[i];
+    c.alpha_s[i] = c.workload.alpha_s / (fixed_speeds ? (*fixed_speeds)[i] : speeds[i]);
     c.beta_s[i] = c.workload.beta_s / speeds[i];
   }
 }
@@ -94,9 +97,10 @@ void set_preset(const YamlReader& r, const Node& v, const Path& p, int32_t given
   c.profile = name;
 }
 
-// Speeds and per-node step noise of {count, speed, noise} classes (noise defaults to the workload's).
+// Speeds, fixed-cost speeds and per-node step noise of {count, speed, fixed_speed, noise} classes
+// (fixed_speed defaults to speed, noise to the workload's).
 struct ClassNodes {
-  std::vector<double> speeds, noise;
+  std::vector<double> speeds, fixed_speeds, noise;
 };
 
 ClassNodes class_nodes(const YamlReader& r, const Node& v, const Path& p, double default_noise) {
@@ -105,7 +109,7 @@ ClassNodes class_nodes(const YamlReader& r, const Node& v, const Path& p, double
   auto& speeds = nodes.speeds;
   r.list(v, p, [&](const Node& cls, const Path& cp) {
     std::optional<int64_t> count;
-    std::optional<double> speed;
+    std::optional<double> speed, fixed_speed;
     double noise = default_noise;
     r.section(
         cls, cp,
@@ -116,9 +120,12 @@ ClassNodes class_nodes(const YamlReader& r, const Node& v, const Path& p, double
                       "must be in 1.." + std::to_string(kMaxNodes));
           }},
          {"speed", [&](const Node& x, const Path& xp) { speed = number_at_least(r, x, xp, 0, true); }},
+         {"fixed_speed",
+          [&](const Node& x, const Path& xp) { fixed_speed = number_at_least(r, x, xp, 0, true); }},
          {"noise", [&](const Node& x, const Path& xp) { noise = number_at_least(r, x, xp, 0, false); }}});
     if (!count || !speed) r.fail(cp, "'" + cp + "' needs count and speed");
     speeds.insert(speeds.end(), size_t(*count), *speed);
+    nodes.fixed_speeds.insert(nodes.fixed_speeds.end(), size_t(*count), fixed_speed.value_or(*speed));
     nodes.noise.insert(nodes.noise.end(), size_t(*count), noise);
     if (int64_t(speeds.size()) > kMaxNodes)
       r.fail(p, "'" + p + "' has more than " + std::to_string(kMaxNodes) + " nodes");
@@ -180,7 +187,7 @@ void parse_profile(const YamlReader& r, const Node& v, const Path& p, const Node
     r.fail(p + ".classes", "'" + p + ".classes' describes " + std::to_string(nodes.speeds.size()) +
                                " nodes but sim.nodes is " + std::to_string(c.nodes));
   }
-  set_speeds(c, nodes.speeds);
+  set_speeds(c, nodes.speeds, &nodes.fixed_speeds);
   c.noise = nodes.noise;
   c.profile = "classes";
 }

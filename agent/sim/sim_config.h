@@ -55,7 +55,8 @@ struct SimConfig {
 // Parses the `sim:` block: either the block's own mapping or a document with a top-level `sim:`
 // key. Read with the run configuration's rules (framework/core/yaml_reader.h): unknown keys, wrong
 // types and impossible values raise dynamix::Error naming the key path (prefixed by `origin`). Profiles: a
-// preset name (`profile: hetero4` or {preset: ...}), {classes: [{count, speed, noise}]} (noise optional),
+// preset name (`profile: hetero4` or {preset: ...}), {classes: [{count, speed, fixed_speed, noise}]}
+// (fixed_speed: the speed of the per-step fixed cost alpha, default speed; noise optional),
 // {random: {min_speed, max_speed}} or {fit: path/to/metrics.jsonl}.
 SimConfig parse_sim_config(const std::string& yaml_text, const std::string& origin = "sim");
 

@@ -14,6 +14,12 @@ three events: a lasting slowdown, a transient one, drift, several ranks at once,
 slowdown). Ranges: 2-256 nodes (--max-nodes), speed ratios up to 16x, per-step noise 2-30 % (per
 class), fixed cost per step 0-60 % of compute, communication 0-80 % of a balanced step, step times
 1 ms to 5 s, decision windows of 5-40 steps. The same --seed writes the same files.
+
+Every rank of such a cluster shares one knee alpha/beta (a class's speed divides both). With
+--mixed-knees each non-homogeneous class also runs its fixed cost at a speed of its own,
+fixed_speed = speed^g with g uniform in [0, 1] (a newer device faster per sample than at its
+per-step overhead), drawn from a second generator: the same --seed writes the same clusters
+otherwise, so a suite and its mixed-knee twin compare scenario by scenario.
 """
 
 import argparse
@@ -99,10 +105,18 @@ def draw_events(rng, nodes, horizon):
     return events
 
 
-def scenario(rng, family, index, max_nodes):
+def mix_knees(knee_rng, classes):
+    """Each class's fixed-cost speed, speed^g with g in [0, 1] (see the module's doc)."""
+    for c in classes:
+        c["fixed_speed"] = round(c["speed"] ** knee_rng.uniform(0.0, 1.0), 4)
+
+
+def scenario(rng, family, index, max_nodes, knee_rng=None):
     nodes = int(round(log_uniform(rng, 2, max_nodes)))
     init = 32
     classes, speeds = draw_classes(rng, nodes, family == "homogeneous")
+    if knee_rng is not None and family != "homogeneous":
+        mix_knees(knee_rng, classes)
     workload = draw_workload(rng, nodes, speeds, init)
     window = rng.choice([5, 10, 20, 20, 40])
     sim = {"nodes": nodes, "seed": rng.randrange(1, 10**6), "profile": {"classes": classes}}
@@ -122,6 +136,8 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-nodes", type=int, default=256, help="cluster sizes are drawn from 2..this")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--mixed-knees", action="store_true",
+                    help="each class's fixed cost per step at a speed of its own (see above)")
     args = ap.parse_args()
     if args.count < 1 or args.max_nodes < 2:
         ap.error(f"--count must be >= 1 and --max-nodes >= 2, got {args.count} and {args.max_nodes}")
@@ -130,12 +146,13 @@ def main():
     if old:
         ap.error(f"--out {args.out} already holds {len(old)} scenario files; give a new or empty directory")
     rng = random.Random(args.seed)
+    knee_rng = random.Random(f"knees {args.seed}") if args.mixed_knees else None
     os.makedirs(args.out, exist_ok=True)
     for i in range(args.count):
         family = rng.choice(["homogeneous", "static", "static", "dynamic", "dynamic", "dynamic"])
         path = os.path.join(args.out, f"{family}_r{i:03d}.yaml")
         with open(path, "w") as f:
-            f.write(scenario(rng, family, i, args.max_nodes))
+            f.write(scenario(rng, family, i, args.max_nodes, knee_rng))
     print(f"wrote {args.count} scenarios to {args.out}")
 
 

@@ -105,6 +105,21 @@ TEST(SimConfigTest, ClassesCarryTheirOwnNoise) {
             std::string::npos);
 }
 
+// A class may run its per-step fixed cost at a speed of its own (a newer device generation,
+// faster per sample than at its launch overhead): alpha divides by fixed_speed, beta by speed.
+TEST(SimConfigTest, ClassesMayCarryTheirOwnFixedCostSpeed) {
+  const SimConfig c = parse_sim_config(
+      "{profile: {classes: [{count: 1, speed: 4, fixed_speed: 1.25}, {count: 1, speed: 0.5}]}, workload: "
+      "{alpha_s: 0.01, beta_s: 0.001}}");
+  EXPECT_DOUBLE_EQ(c.alpha_s[0], 0.008);
+  EXPECT_DOUBLE_EQ(c.beta_s[0], 0.00025);
+  EXPECT_DOUBLE_EQ(c.alpha_s[1], 0.02);  // without it, the class's speed
+  EXPECT_DOUBLE_EQ(c.beta_s[1], 0.002);
+  EXPECT_NE(error_of("profile: {classes: [{count: 2, speed: 1, fixed_speed: 0}]}")
+                .find("sim.profile.classes[0].fixed_speed"),
+            std::string::npos);
+}
+
 // Keys are read in dependency order whatever their order in the text.
 TEST(SimConfigTest, KeyOrderDoesNotMatter) {
   const SimConfig a = parse_sim_config(
