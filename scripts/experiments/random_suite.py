@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a suite of random simulator scenarios that no policy was tuned on.
 
-The public suite (configs/agent_suite) has 16 hand-made clusters, and the agent's rules were
+The public suite (configs/agent_suite) has 18 hand-made clusters, and the agent's rules were
 developed against them. This draws fresh ones from wider ranges, so that
 `dynamix agent eval --suite DIR` can judge every policy on clusters nobody looked at first:
 
