@@ -271,6 +271,8 @@ Fields hetero_fields(HeteroConfig& h, const YamlReader& r) {
        [&](const Node& v, const Path& p) { read_per_rank(r, v, p, 0.0, h.bandwidth_mbps); }},
       {"memory_mb", [&](const Node& v, const Path& p) { read_per_rank(r, v, p, 0.0, h.memory_mb); }},
       {"jitter", [&](const Node& v, const Path& p) { read_per_rank(r, v, p, 0.0, h.jitter); }},
+      {"step_overhead_ms",
+       [&](const Node& v, const Path& p) { read_per_rank(r, v, p, 0.0, h.step_overhead_ms); }},
       {"events",
        [&](const Node& v, const Path& p) {
          h.events.clear();
@@ -476,6 +478,7 @@ void validate_for_world(const Config& config, int world_size) {
   check_count("hetero.bandwidth_mbps", config.hetero.bandwidth_mbps.size(), world_size, true);
   check_count("hetero.memory_mb", config.hetero.memory_mb.size(), world_size, true);
   check_count("hetero.jitter", config.hetero.jitter.size(), world_size, true);
+  check_count("hetero.step_overhead_ms", config.hetero.step_overhead_ms.size(), world_size, true);
   for (size_t i = 0; i < config.hetero.events.size(); ++i) {
     const int rank = config.hetero.events[i].rank;
     if (rank >= world_size) {
@@ -512,6 +515,7 @@ std::vector<std::string> adapt_to_world(Config& config, int world_size) {
   tile_list("hetero.bandwidth_mbps", config.hetero.bandwidth_mbps, world_size, notes);
   tile_list("hetero.memory_mb", config.hetero.memory_mb, world_size, notes);
   tile_list("hetero.jitter", config.hetero.jitter, world_size, notes);
+  tile_list("hetero.step_overhead_ms", config.hetero.step_overhead_ms, world_size, notes);
   auto& events = config.hetero.events;
   const auto gone = std::remove_if(events.begin(), events.end(),
                                    [&](const HeteroEvent& e) { return e.rank >= world_size; });

@@ -110,6 +110,10 @@ struct HeteroConfig {
   // per rank relative std of a step's compute time, >= 0 (a shared node: each step's slowdown is
   // multiplied by a mean-one log-normal draw); empty = all 0
   std::vector<double> jitter;
+  // per rank fixed milliseconds added to every training step's compute, >= 0, which the slowdown
+  // does not scale: a slow host path or a data loader's fixed work, so ranks differ in their
+  // fixed cost per step (their knee alpha/beta) and not only in speed; empty = all 0
+  std::vector<double> step_overhead_ms;
   std::vector<HeteroEvent> events;
 };
 

@@ -21,6 +21,7 @@ HeteroEmulator::HeteroEmulator(const HeteroConfig& config, int rank, int world, 
   base_slowdown_ = slowdown_ = pick(config.slowdown, 1.0);
   bandwidth_mbps_ = pick(config.bandwidth_mbps, 0.0);
   jitter_ = pick(config.jitter, 0.0);
+  step_overhead_s_ = pick(config.step_overhead_ms, 0.0) / 1e3;
 }
 
 void HeteroEmulator::on_step(int64_t step) {

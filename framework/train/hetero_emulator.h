@@ -2,7 +2,8 @@
 // measured compute time), per-rank link cap (delay so the allreduce takes what a ring over that
 // link would), timed events that change either, drifts (events with period_steps) that move a
 // rank's slowdown smoothly up and down, and jitter: each step's slowdown times a mean-one
-// log-normal draw, as on a node shared with other jobs. Config: `hetero` (DESIGN.md).
+// log-normal draw, as on a node shared with other jobs; and a fixed time per step that the slowdown
+// does not scale (a slow host path). Config: `hetero` (DESIGN.md).
 #pragma once
 
 #include <chrono>
@@ -26,6 +27,8 @@ class HeteroEmulator {
   void on_step(int64_t step);
 
   double slowdown() const { return slowdown_; }
+  // The fixed seconds every training step's compute takes on top (hetero.step_overhead_ms).
+  double step_overhead_s() const { return step_overhead_s_; }
   double bandwidth_mbps() const { return bandwidth_mbps_; }
 
   // Extra seconds to add after `measured_s` of compute.
@@ -47,6 +50,7 @@ class HeteroEmulator {
   int world_;
   uint64_t seed_;
   double jitter_ = 0.0;
+  double step_overhead_s_ = 0.0;
   struct Drift {
     double slowdown;
     int64_t at_step, period_steps;

@@ -494,6 +494,9 @@ void Trainer::forward_backward(StepState& s) {
   s.weight = static_cast<double>(s.n) / static_cast<double>(last_assignment_.total()) / s.loss_scale;
   s.overlapped = buckets_->overlapped();
   const auto t0 = Clock::now();
+  // An emulated fixed cost per step (hetero.step_overhead_ms), timed as compute, not scaled.
+  HeteroEmulator::sleep_seconds(hetero_->step_overhead_s());
+  const auto c0 = Clock::now();  // the compute the slowdown scales starts here
   model_->train();
   optimizer_->zero_grad();
   if (s.overlapped) {
@@ -523,7 +526,7 @@ void Trainer::forward_backward(StepState& s) {
   if (s.overlapped) {
     hetero_->pace();  // the emulated slowdown of what backward did after the last full bucket
   } else {
-    HeteroEmulator::sleep_seconds(hetero_->compute_delay(seconds_since(t0)));
+    HeteroEmulator::sleep_seconds(hetero_->compute_delay(seconds_since(c0)));
   }
   s.mine.compute_s = seconds_since(t0);
 }

@@ -61,6 +61,7 @@ hetero:
   slowdown: [1.0, 2.0, 4.0]
   bandwidth_mbps: [0, 0, 200]
   jitter: [0, 0.25, 0]
+  step_overhead_ms: [0, 0, 12.5]
   events:
     - {at_step: 300, rank: 1, slowdown: 3.0}
     - {at_step: 400, rank: 2, bandwidth_mbps: 50}
@@ -139,6 +140,7 @@ void expect_full(const Config& c) {
   EXPECT_EQ(c.hetero.slowdown, (std::vector<double>{1.0, 2.0, 4.0}));
   EXPECT_EQ(c.hetero.bandwidth_mbps, (std::vector<double>{0, 0, 200}));
   EXPECT_EQ(c.hetero.jitter, (std::vector<double>{0, 0.25, 0}));
+  EXPECT_EQ(c.hetero.step_overhead_ms, (std::vector<double>{0, 0, 12.5}));
   ASSERT_EQ(c.hetero.events.size(), 3u);
   EXPECT_EQ(c.hetero.events[0].at_step, 300);
   EXPECT_EQ(c.hetero.events[0].rank, 1);
@@ -356,6 +358,7 @@ TEST(ConfigWorld, ListLengthsMustMatch) {
   expect_world_error("hetero: {slowdown: [1, 2]}", 4, {"'hetero.slowdown'", "2 entries", "4 ranks"});
   expect_world_error("hetero: {bandwidth_mbps: [0, 0, 0]}", 2, {"'hetero.bandwidth_mbps'", "3 entries"});
   expect_world_error("hetero: {jitter: [0, 0.1, 0]}", 2, {"'hetero.jitter'", "3 entries"});
+  expect_world_error("hetero: {step_overhead_ms: [0, 5, 0]}", 2, {"'hetero.step_overhead_ms'", "3 entries"});
 }
 
 TEST(ConfigWorld, EventRankMustExist) {

@@ -9,8 +9,10 @@ that fails is retried case by case, which names the option that fails alone or t
 only together. Options that cannot work here (fp16 and cuda on a CPU build, train.loss: module
 with a built-in model) must fail with a clear error instead. All cases run; the test lists every
 failure at the end."""
+import json
 import os
 import re
+import statistics
 import struct
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -94,6 +96,7 @@ def cases(d):
         "bandwidth cap": ["hetero.bandwidth_mbps=[0,200]"],
         "memory cap": ["hetero.memory_mb=[0,300]"],
         "jitter": ["hetero.slowdown=[1.5,1.5]", "hetero.jitter=[0,0.3]"],
+        "step overhead": ["hetero.step_overhead_ms=[0,5]"],
         "events": ["hetero.events=[{at_step: 2, rank: 1, slowdown: 3}, {at_step: 3, rank: 0, bandwidth_mbps: 100}]"],
         # Models (tiny inputs) and datasets.
         "model mlp": ["model=mlp"],
@@ -149,6 +152,23 @@ def host_memory_lines(d):
         else:
             print(f"ok: host memory {name}: {lines}")
     return problems
+
+
+def step_overhead_timed(d):
+    """hetero.step_overhead_ms: a fixed time per step, measured as compute and not scaled by the
+    slowdown. Both ranks 3x slow, rank 1 with 30 ms on top: its median compute exceeds rank 0's by
+    about 30 ms (90 ms if the slowdown scaled it)."""
+    out = d / "step_overhead"
+    cfg = write(d / "base.yaml", BASE.replace("OUT", str(out)).replace("max_steps: 4", "max_steps: 10"))
+    r = run(train_cmd(2, cfg, ["hetero.slowdown=[3,3]", "hetero.step_overhead_ms=[0,30]"]))
+    if r.returncode != 0:
+        return [f"step overhead timed: exit {r.returncode}: {r.stderr[-600:]}"]
+    steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()][2:]
+    gap = statistics.median(s["compute_time"][1] - s["compute_time"][0] for s in steps) * 1e3
+    if not 22 <= gap <= 55:
+        return [f"step overhead timed: rank 1's compute exceeds rank 0's by {gap:.1f} ms (30 ms set, not scaled)"]
+    print(f"ok: step overhead: rank 1's compute {gap:.1f} ms above rank 0's (30 ms set, slowdown 3 on both)")
+    return []
 
 
 # Options of one family cannot share a run: each model comes with the data and the loss it fits
@@ -210,6 +230,7 @@ def main():
     failures = []
     with TempDir() as d:
         failures += host_memory_lines(d)
+        failures += step_overhead_timed(d)
         # Two runs at a time: a 2-rank run of a few steps leaves part of the 2 cores idle, most of
         # it start-up; the whole test took 144 s against 160 s one case at a time (nothing in these
         # runs is timed).
