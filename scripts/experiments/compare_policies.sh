@@ -22,17 +22,16 @@ done
 ((${#policies[@]})) || policies=(static proportional gns dynamix)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 np=$(python3 -c "import yaml,sys; print(len(yaml.safe_load(open('$config'))['batch']['init']))" 2>/dev/null || echo 4)
-# Each policy parsed once: its name, binary, --set arguments (one string, "--set KEY=VALUE ...",
-# split again at the run; a VALUE holds no spaces) and label.
+# Each policy checked once: its name, binary, label, and its KEY=VALUE settings as written (joined
+# by +, which no setting holds; a VALUE may hold spaces, as hetero.events does).
 labels=() names=() bins=() sets=()
 for p in "${policies[@]}"; do
   IFS=+ read -r -a spec <<<"${p%%@*}"
-  s=""
   for kv in "${spec[@]:1}"; do
-    [[ $kv == ?*=* && $kv != *" "* ]] || { echo "compare_policies: '$kv' in ${p%%@*} is not KEY=VALUE" >&2; exit 2; }
-    s+=" --set $kv"
+    [[ $kv == ?*=* ]] || { echo "compare_policies: '$kv' in ${p%%@*} is not KEY=VALUE" >&2; exit 2; }
   done
-  names+=("${spec[0]}") sets+=("$s") bins+=(build/bin/dynamix) labels+=("$p")
+  own=("${spec[@]:1}")
+  names+=("${spec[0]}") sets+=("$(IFS=+; echo "${own[*]}")") bins+=(build/bin/dynamix) labels+=("$p")
   if [[ $p == *@* ]]; then
     [[ -x ${p#*@} ]] || { echo "compare_policies: ${p#*@} is not an executable" >&2; exit 2; }
     bins[-1]=${p#*@} labels[-1]="${p%%@*}@$(tr / _ <<<"${p#*@}")"
@@ -43,7 +42,9 @@ failed=0
 for ((r = 0; r < reps; r++)); do
   for ((k = 0; k < ${#policies[@]}; k++)); do
     i=$(((k + r) % ${#policies[@]}))
-    read -r -a own <<<"${sets[$i]}"
+    own=()
+    IFS=+ read -r -a kvs <<<"${sets[$i]}"
+    for kv in "${kvs[@]}"; do own+=(--set "$kv"); done
     dir=$out/${labels[$i]}.$r
     mpirun -np "$np" --oversubscribe --bind-to none "${bins[$i]}" train --config "$config" --overwrite \
       --set policy.name="${names[$i]}" --set output.dir="$dir" "${own[@]}" "${extra[@]}" >"$dir.log" 2>&1 ||
