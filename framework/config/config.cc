@@ -470,15 +470,24 @@ void check_count(const char* key, size_t count, int world_size, bool empty_ok) {
   throw Error("'" + std::string(key) + "' has " + std::to_string(count) + " entries but the world has " +
               std::to_string(world_size) + " ranks (give 1 entry or " + std::to_string(world_size) + ")");
 }
+
+// The one list of per-rank settings: visit(key, list, empty_ok) for each. Config may be const or
+// not, so validation reads the lists and adaptation to a new world rewrites them.
+template <class C, class Visit>
+void for_each_rank_list(C& config, Visit&& visit) {
+  visit("batch.init", config.batch.init, false);
+  visit("hetero.slowdown", config.hetero.slowdown, true);
+  visit("hetero.bandwidth_mbps", config.hetero.bandwidth_mbps, true);
+  visit("hetero.memory_mb", config.hetero.memory_mb, true);
+  visit("hetero.jitter", config.hetero.jitter, true);
+  visit("hetero.step_overhead_ms", config.hetero.step_overhead_ms, true);
+}
 }  // namespace
 
 void validate_for_world(const Config& config, int world_size) {
-  check_count("batch.init", config.batch.init.size(), world_size, false);
-  check_count("hetero.slowdown", config.hetero.slowdown.size(), world_size, true);
-  check_count("hetero.bandwidth_mbps", config.hetero.bandwidth_mbps.size(), world_size, true);
-  check_count("hetero.memory_mb", config.hetero.memory_mb.size(), world_size, true);
-  check_count("hetero.jitter", config.hetero.jitter.size(), world_size, true);
-  check_count("hetero.step_overhead_ms", config.hetero.step_overhead_ms.size(), world_size, true);
+  for_each_rank_list(config, [&](const char* key, const auto& list, bool empty_ok) {
+    check_count(key, list.size(), world_size, empty_ok);
+  });
   for (size_t i = 0; i < config.hetero.events.size(); ++i) {
     const int rank = config.hetero.events[i].rank;
     if (rank >= world_size) {
@@ -510,12 +519,9 @@ void tile_list(const char* key, std::vector<T>& list, int world_size, std::vecto
 std::vector<std::string> adapt_to_world(Config& config, int world_size) {
   DYNAMIX_CHECK(world_size >= 1, "world size must be >= 1, got " + std::to_string(world_size));
   std::vector<std::string> notes;
-  tile_list("batch.init", config.batch.init, world_size, notes);
-  tile_list("hetero.slowdown", config.hetero.slowdown, world_size, notes);
-  tile_list("hetero.bandwidth_mbps", config.hetero.bandwidth_mbps, world_size, notes);
-  tile_list("hetero.memory_mb", config.hetero.memory_mb, world_size, notes);
-  tile_list("hetero.jitter", config.hetero.jitter, world_size, notes);
-  tile_list("hetero.step_overhead_ms", config.hetero.step_overhead_ms, world_size, notes);
+  for_each_rank_list(config, [&](const char* key, auto& list, bool /*empty_ok*/) {
+    tile_list(key, list, world_size, notes);
+  });
   auto& events = config.hetero.events;
   const auto gone = std::remove_if(events.begin(), events.end(),
                                    [&](const HeteroEvent& e) { return e.rank >= world_size; });

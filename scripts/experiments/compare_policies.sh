@@ -7,6 +7,8 @@
 # A policy written POLICY+KEY=VALUE[+KEY=VALUE...] runs with those --set overrides of its own, and
 # keeps them in its label (e.g. dynamix+policy.learn=true against dynamix: online fine-tuning's
 # cost); both forms combine, POLICY+KEY=VALUE@BINARY.
+# Each run writes OUTDIR/LABEL.K (its log LABEL.K.log), with every character of LABEL that a path
+# would misread (the / of a checkpoint path, a YAML flow value's spaces and braces) as _.
 # Exits 1 if any run failed (the table then shows the runs that completed).
 # scripts/experiments/run_suite.py does the same over several scenarios and seeds, with CSV and
 # Markdown tables, ratios to static and the best heuristic, failure reports, and plots.
@@ -37,6 +39,16 @@ for p in "${policies[@]}"; do
     bins[-1]=${p#*@} labels[-1]="${p%%@*}@$(tr / _ <<<"${p#*@}")"
   fi
 done
+# Each label's run directories: the label with every character a path or a shell would read
+# specially (/ in a checkpoint path, spaces and braces in a YAML flow value) as _, numbered where two
+# labels would meet.
+stems=()
+for ((k = 0; k < ${#labels[@]}; k++)); do
+  stem=$(LC_ALL=C tr -c 'A-Za-z0-9._=+@,-' '_' <<<"${labels[$k]}")
+  stem=${stem%_}  # the here-string's newline
+  for s in "${stems[@]}"; do [[ $s != "$stem" ]] || { stem="$stem-$k"; break; }; done
+  stems+=("$stem")
+done
 mkdir -p "$out"
 failed=0
 for ((r = 0; r < reps; r++)); do
@@ -45,23 +57,25 @@ for ((r = 0; r < reps; r++)); do
     own=()
     IFS=+ read -r -a kvs <<<"${sets[$i]}"
     for kv in "${kvs[@]}"; do own+=(--set "$kv"); done
-    dir=$out/${labels[$i]}.$r
+    dir=$out/${stems[$i]}.$r
     mpirun -np "$np" --oversubscribe --bind-to none "${bins[$i]}" train --config "$config" --overwrite \
       --set policy.name="${names[$i]}" --set output.dir="$dir" "${own[@]}" "${extra[@]}" >"$dir.log" 2>&1 ||
       { echo "run ${labels[$i]}.$r FAILED (exit $?; see $dir.log)"; failed=$((failed + 1)); }
     tail -n 1 "$dir.log"
   done
 done
-python3 - "$out" "${labels[@]}" <<'PY'
+python3 - "$out" "${#labels[@]}" "${labels[@]}" "${stems[@]}" <<'PY'
 import glob, json, statistics, sys
 from pathlib import Path
 sys.path.insert(0, "scripts/experiments")
 import wait_split
-out, policies = Path(sys.argv[1]), sys.argv[2:]
+out, n = Path(sys.argv[1]), int(sys.argv[2])
+policies, stems = sys.argv[3:3 + n], sys.argv[3 + n:]
 # imbal: the part of the wait that unequal mean times under one plan cause (wait_split.py)
 print(f"{'policy':14} {'runs':>4} {'total_s':>8} {'ttt_s':>7} {'acc':>7} {'wait':>6} {'imbal':>6} {'samples/s':>9}")
-for p in policies:
-    runs = [f.parent for f in sorted(out.glob(f"{glob.escape(p)}.*/summary.json"))]
+for p, stem in zip(policies, stems):
+    p = "".join(p.split())  # one column: a YAML flow value's spaces would split it
+    runs = [f.parent for f in sorted(out.glob(f"{glob.escape(stem)}.*/summary.json"))]
     rows = [json.loads((d / "summary.json").read_text()) for d in runs]
     if not rows:
         print(f"{p:14} no completed run"); continue

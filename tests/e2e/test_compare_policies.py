@@ -46,6 +46,19 @@ def main():
             fail(f"policy.learn=true reached the wrong run:\n{log[-1500:]}\n{plain[-1500:]}")
         if len((learned / "decisions.jsonl").read_text().splitlines()) != 4:
             fail("policy.window=1 did not reach its run: expected a decision after each of 4 steps")
+        # Settings whose values a path would misread: a YAML flow value (spaces, braces, colons)
+        # and a checkpoint path (slashes). Each run gets a directory of its own under OUTDIR.
+        event = "static+hetero.events=[{at_step: 2, rank: 1, slowdown: 2.0}]"
+        shipped = f"dynamix+policy.checkpoint={SOURCE_DIR}/agent/ppo/default_policy.pt"
+        r = compare(config, d / "flow", [event, shipped])
+        rows = [line for line in r.stdout.splitlines() if label in line and line.split()[1] == "1"]
+        dirs = sorted(p.name for p in (d / "flow").iterdir() if p.is_dir())
+        if r.returncode != 0 or len(rows) != 2 or len(dirs) != 2:
+            fail(f"settings with spaces and slashes: exit {r.returncode}, rows {rows}, dirs {dirs}\n{r.stdout}{r.stderr}")
+        static = next(p for p in (d / "flow").iterdir() if p.is_dir() and p.name.startswith("static"))
+        if "slowdown: 2" not in (static / "config.yaml").read_text():
+            fail(f"the event did not reach its run: {(static / 'config.yaml').read_text()}")
+        print("ok: settings with spaces, braces and slashes run, each in a directory of its own")
         r = compare(config, d / "typo", ["static+policy.learn"])
         if r.returncode != 2 or "'policy.learn' in static+policy.learn is not KEY=VALUE" not in r.stderr:
             fail(f"a setting without a value: exit {r.returncode}, expected 2 and a message\n{r.stderr}")
