@@ -10,7 +10,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 out=$(mktemp -d)
 for r in $(seq "$repeats"); do
   for v in off ebpf procfs; do
-    sets=(--set train.max_steps="$steps" --set train.eval_every=0 --set output.checkpoint_every=0
+    sets=(--set policy.name=static --set train.max_steps="$steps" --set train.eval_every=0 --set output.checkpoint_every=0
           --set output.dir="$out/$v-$r")
     case $v in
       off) sets+=(--set monitor.enabled=false) ;;

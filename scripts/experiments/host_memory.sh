@@ -23,7 +23,7 @@ for rep in $(seq 1 "$reps"); do
       start=$(date +%s.%N)
       mpirun -np 2 --oversubscribe --bind-to none /usr/bin/time -f "rss_kb %M" -a -o "$run.rss" \
         "$bin" train --config configs/fashion_mnist_hetero.yaml --set "batch.init=[$b,$b]" \
-        --set "hetero.slowdown=[1,1]" --set train.max_steps=30 --set train.eval_every=0 \
+        --set policy.name=static --set "hetero.slowdown=[1,1]" --set train.max_steps=30 --set train.eval_every=0 \
         --set train.target_accuracy=null --set "train.keep_host_memory=$keep" --set "output.dir=$run" \
         >"$run.log" 2>&1
       wall=$(python3 -c "import time; print(f'{time.time() - $start:.2f}')")

@@ -71,6 +71,7 @@ TEST(ConfigFiles, FashionMnistHeteroExample) {
   EXPECT_EQ(c.hetero.slowdown, (std::vector<double>{1.0, 1.0, 1.5, 2.5}));
   EXPECT_EQ(c.train.target_accuracy, 0.85);
   EXPECT_EQ(c.output.dir, "runs/fashion_mnist_hetero");
+  EXPECT_EQ(c.policy.name, "dynamix");  // the README's first run is the product's own policy
 }
 
 TEST(ConfigFiles, MissingFileIsNamed) {
