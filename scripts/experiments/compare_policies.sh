@@ -9,6 +9,7 @@
 # cost); both forms combine, POLICY+KEY=VALUE@BINARY.
 # Each run writes OUTDIR/LABEL.K (its log LABEL.K.log), with every character of LABEL that a path
 # would misread (the / of a checkpoint path, a YAML flow value's spaces and braces) as _.
+# Each run has as many ranks as the config's batch.init list has entries, or $DYNAMIX_NP.
 # Exits 1 if any run failed (the table then shows the runs that completed).
 # scripts/experiments/run_suite.py does the same over several scenarios and seeds, with CSV and
 # Markdown tables, ratios to static and the best heuristic, failure reports, and plots.
@@ -23,7 +24,18 @@ while (($#)); do
 done
 ((${#policies[@]})) || policies=(static proportional gns dynamix)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-np=$(python3 -c "import yaml,sys; print(len(yaml.safe_load(open('$config'))['batch']['init']))" 2>/dev/null || echo 4)
+# Ranks: $DYNAMIX_NP, else the length of the config's batch.init list. A single batch.init value
+# names no rank count: 4 then, and the script says so.
+init_len=$(python3 -c "import yaml,sys; i=yaml.safe_load(open(sys.argv[1]))['batch']['init']; print(len(i) if isinstance(i, list) else '')" "$config" 2>/dev/null || true)
+if [[ -n ${DYNAMIX_NP:-} ]]; then
+  [[ $DYNAMIX_NP =~ ^[1-9][0-9]*$ ]] || { echo "compare_policies: DYNAMIX_NP='$DYNAMIX_NP' is not a rank count" >&2; exit 2; }
+  np=$DYNAMIX_NP
+elif [[ -n $init_len ]]; then
+  np=$init_len
+else
+  np=4
+  echo "compare_policies: $config gives batch.init as one value, so no rank count: running 4 ranks (set DYNAMIX_NP=N for N)" >&2
+fi
 # Each policy checked once: its name, binary, label, and its KEY=VALUE settings as written (joined
 # by +, which no setting holds; a VALUE may hold spaces, as hetero.events does).
 labels=() names=() bins=() sets=()

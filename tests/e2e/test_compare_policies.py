@@ -2,7 +2,11 @@
 policies on one config, one table of medians; a run that fails (here a misspelt policy) is named
 with its log, and the script exits non-zero instead of printing a table with a row missing. A
 policy with settings of its own (POLICY+KEY=VALUE) runs with them beside the plain one, each in its
-own row; a setting that is not KEY=VALUE is refused before any run."""
+own row; a setting that is not KEY=VALUE is refused before any run. Settings holding slashes, spaces
+or braces get run directories of their own; DYNAMIX_NP gives the rank count where batch.init does
+not."""
+import os
+
 from e2e_util import DYNAMIX, SOURCE_DIR, TINY_CNN, TempDir, fail, run, write
 
 SCRIPT = SOURCE_DIR / "scripts" / "experiments" / "compare_policies.sh"
@@ -59,6 +63,18 @@ def main():
         if "slowdown: 2" not in (static / "config.yaml").read_text():
             fail(f"the event did not reach its run: {(static / 'config.yaml').read_text()}")
         print("ok: settings with spaces, braces and slashes run, each in a directory of its own")
+        # One batch.init value names no rank count: DYNAMIX_NP gives it, a bad one is refused.
+        single = write(d / "single.yaml",
+                       TINY_CNN.replace("OUT", str(d / "unused")).replace("init: [8, 8]", "init: 8"))
+        r = run([str(SCRIPT), str(single), "1", str(d / "np3"), f"static@{DYNAMIX}"], timeout=300,
+                env={**os.environ, "DYNAMIX_NP": "3"})
+        if r.returncode != 0 or "result: 3 ranks" not in r.stdout:
+            fail(f"DYNAMIX_NP=3: exit {r.returncode}, expected a 3-rank run\n{r.stdout}{r.stderr}")
+        r = run([str(SCRIPT), str(single), "1", str(d / "npbad"), "static"], timeout=60,
+                env={**os.environ, "DYNAMIX_NP": "three"})
+        if r.returncode != 2 or "DYNAMIX_NP='three' is not a rank count" not in r.stderr:
+            fail(f"DYNAMIX_NP=three: exit {r.returncode}, expected 2 and a message\n{r.stderr}")
+        print("ok: DYNAMIX_NP sets the rank count where batch.init is one value; a bad one is refused")
         r = compare(config, d / "typo", ["static+policy.learn"])
         if r.returncode != 2 or "'policy.learn' in static+policy.learn is not KEY=VALUE" not in r.stderr:
             fail(f"a setting without a value: exit {r.returncode}, expected 2 and a message\n{r.stderr}")
