@@ -11,7 +11,9 @@ every rank's mean made equal and each step's deviations kept; the imbalance part
 Means are taken per plan, over that plan's steps, so a stretch of a few steps counts mostly as
 scatter (one step alone is all scatter): compare runs whose plans last similar stretches. Equal
 means are not always the fastest split: where ranks scatter unequally, giving the noisier ones a
-little less (dynamix's noise-aware split) shortens the step and shows here as imbalance.
+little less (dynamix's noise-aware split) shortens the step and shows here as imbalance. Nor can
+every imbalance be split away: a rank held at batch.min whose step is still the longest (a fixed
+cost per step no batch changes, configs/experiments/fm_mixed_knees.yaml) keeps it under any plan.
 
 Usage: wait_split.py RUN_DIR [RUN_DIR ...]   (each with a metrics.jsonl)
 """
