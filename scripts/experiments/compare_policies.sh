@@ -9,7 +9,8 @@
 # cost); both forms combine, POLICY+KEY=VALUE@BINARY.
 # Each run writes OUTDIR/LABEL.K (its log LABEL.K.log), with every character of LABEL that a path
 # would misread (the / of a checkpoint path, a YAML flow value's spaces and braces) as _.
-# Each run has as many ranks as the config's batch.init list has entries, or $DYNAMIX_NP.
+# Each run has as many ranks as the config's batch.init list has entries (after the -- --set
+# overrides), or $DYNAMIX_NP.
 # Exits 1 if any run failed (the table then shows the runs that completed).
 # scripts/experiments/run_suite.py does the same over several scenarios and seeds, with CSV and
 # Markdown tables, ratios to static and the best heuristic, failure reports, and plots.
@@ -24,9 +25,22 @@ while (($#)); do
 done
 ((${#policies[@]})) || policies=(static proportional gns dynamix)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Ranks: $DYNAMIX_NP, else the length of the config's batch.init list. A single batch.init value
-# names no rank count: 4 then, and the script says so.
-init_len=$(python3 -c "import yaml,sys; i=yaml.safe_load(open(sys.argv[1]))['batch']['init']; print(len(i) if isinstance(i, list) else '')" "$config" 2>/dev/null || true)
+# Ranks: $DYNAMIX_NP, else the length of the config's batch.init list after the -- --set overrides
+# (run_suite.py's rank_count). A single batch.init value names no rank count: 4 then, and the
+# script says so.
+init_len=$(python3 - "$config" "${extra[@]}" <<'PY' 2>/dev/null || true
+import sys
+from pathlib import Path
+sys.path.insert(0, "scripts/experiments")
+import run_suite
+args = sys.argv[2:]
+sets = [args[k + 1] for k in range(len(args) - 1) if args[k] == "--set"]
+try:
+    print(run_suite.rank_count({"name": sys.argv[1], "ranks": None, "config": Path(sys.argv[1])}, sets))
+except run_suite.SuiteError:
+    pass
+PY
+)
 if [[ -n ${DYNAMIX_NP:-} ]]; then
   [[ $DYNAMIX_NP =~ ^[1-9][0-9]*$ ]] || { echo "compare_policies: DYNAMIX_NP='$DYNAMIX_NP' is not a rank count" >&2; exit 2; }
   np=$DYNAMIX_NP
