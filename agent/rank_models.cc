@@ -120,7 +120,12 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
         const bool ended = options_.spells && (spell_flags(spells, i) & kSpellEnded);
         const bool over = measured > predicted && ended;
         const bool returned = ended && spell_returned(i, r, predicted);
-        if ((h.size() >= 2 || fresh) && !over &&
+        // The run's first window is judged too where this one ran the same batch: its
+        // misprediction cannot be the proportional prior's extrapolation, only a change (a rank
+        // slowed 4.6x in the run's second window was held through it, as noise, for a whole window).
+        const bool same_batch =
+            h.size() == 1 && !h.front().after_restart && h.front().batch == double(r.batch_size);
+        if ((h.size() >= 2 || fresh || same_batch) && !over &&
             (off_by_more_than(measured, predicted, options_.change_threshold) || returned)) {
           auto& log = restarts_[i];
           const bool slower = measured > predicted && !returned;

@@ -194,6 +194,33 @@ TEST(RankModels, ARestartStartsFromTheWindowsLastQuarter) {
   }
 }
 
+// The run's second window is judged against the first window's model where it ran the same batch:
+// a rank slowed 4x there restarts (until 2026-12-06 a model needed two windows before any restart,
+// and a rank slowed 4.6x in a random cluster's second window was held through it for a window). At
+// another batch the miss may be the proportional prior's (a fixed cost read as per-sample time),
+// and the window joins the history instead.
+TEST(RankModels, TheSecondWindowAtTheSameBatchCanRestart) {
+  auto window = [](int32_t batch, double compute) {
+    ClusterState s;
+    NodeRecord r;
+    r.batch_size = batch;
+    r.compute_s = compute;
+    s.nodes.push_back(r);
+    return s;
+  };
+  RankTimeModels same;
+  same.observe(window(32, 0.1));
+  same.observe(window(32, 0.4));
+  EXPECT_TRUE(same.readings()[0].restarted);
+  EXPECT_NEAR(same.models()[0].at(32), 0.4, 1e-12);
+
+  RankTimeModels other;  // 4 ms + 0.1 ms a sample, at 32 and then at 8: 1.8 ms predicted, 4.8 measured
+  other.observe(window(32, 0.0072));
+  other.observe(window(8, 0.0048));
+  EXPECT_FALSE(other.readings()[0].restarted);
+  EXPECT_EQ(other.readings()[0].observations, 2);
+}
+
 // Persistence (the last window rescaled) against the fitted model, as forecasts of each window:
 // steady noisy speeds keep the model; a speed that drifts a little every window makes the model
 // lag, and persistence wins. Restarts (jumps) are not scored.
