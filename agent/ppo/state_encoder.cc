@@ -239,6 +239,16 @@ void hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, 
   for (size_t i = 0; i < n; ++i) proposal[i] = std::max(1, s.nodes[i].batch_size);
 }
 
+// How much of a rank's last-window surprise the tracking forecast takes: all of it where the
+// surprise stands clear of the window mean's noise, none where noise explains it (positive-part
+// James-Stein on the log scale). Under tracking, ranks whose speeds held still took their last
+// window's noise for a change of speed, every window, wherever other ranks drifted.
+double persistence_weight(double surprise, const RankTimeModels::Reading& reading, int32_t steps) {
+  if (!(reading.step_noise > 0) || steps < 1) return 1;
+  const double noise_var = reading.step_noise * reading.step_noise / steps, l = std::log(surprise);
+  return l * l > noise_var ? 1 - noise_var / (l * l) : 0;
+}
+
 // The fast proposal's forecast of the next window: each rank's model rescaled to its last window.
 // A restarted model already rests on the window's newest steps (restart_at_recent): the window's
 // mean, half before the change, would pull it back toward the old speed. Under drifting speeds
@@ -257,7 +267,7 @@ std::vector<RankTimeModels::Model> last_window_forecast(const ClusterState& s, c
     if (r.compute_s > 0 && predicted > 0 && !models.readings()[i].restarted)
       scale = clamp(r.compute_s / predicted, 0.05, 20);
     if (tracking) {
-      m.beta = scale * predicted / b;
+      m.beta = std::pow(scale, persistence_weight(scale, models.readings()[i], r.steps)) * predicted / b;
       m.alpha = 0;
     } else {
       m.alpha *= scale;
