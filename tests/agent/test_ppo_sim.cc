@@ -647,19 +647,27 @@ TEST(ShippedPolicy, DriftingSpeedsAreFollowedNotReadAsFixedCost) {
 // Interference that comes back: 2 of 16 ranks 3x slower for 20 of every 40 steps (window 10).
 // Following each phase, the plan was wrong for the steps each switch takes to reach a decision and
 // ran at 0.87 of the noiseless ideal throughput; holding the slow phase's share through the fast
-// phases (agent/recurring_slowdown.h) runs at 0.95 of it, 0.981 of the balanced plan under the same
-// noise.
+// phases (agent/recurring_slowdown.h) runs at 0.95 of it, 0.974-0.982 of the balanced plan under
+// the same noise over seeds 1-8 (one seed until 2026-12-06: a hold that also took in ranks seen
+// slowing with a recurring one kept seed 5 at 0.982 and lost it at 0.949, mean 0.976).
 TEST(ShippedPolicy, RecurringInterferenceIsPlannedForNotChased) {
-  SimConfig c = nodes_at(std::vector<double>(16, 1.0), 5);
-  for (int64_t t = 100; t < 2100; t += 40) c.events.push_back({t, {2, 9}, 3.0, 20, 0});
-  BatchBounds b = bounds(512);
-  b.min = 4;
-  ClusterSimulator sim(c, b, {32}, 10);
-  DynamixPolicy policy(shipped());
-  const double fraction = ideal_fraction_between(sim, policy, 500, 2000);
-  std::cout << "2 of 16 ranks 3x slower every other 20 steps, steps 500-2000: " << fraction
-            << " of the ideal throughput\n";
-  EXPECT_GE(fraction, 0.96);
+  double sum = 0, least = 1;
+  const int seeds = 8;
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
+    SimConfig c = nodes_at(std::vector<double>(16, 1.0), seed);
+    for (int64_t t = 100; t < 2100; t += 40) c.events.push_back({t, {2, 9}, 3.0, 20, 0});
+    BatchBounds b = bounds(512);
+    b.min = 4;
+    ClusterSimulator sim(c, b, {32}, 10);
+    DynamixPolicy policy(shipped());
+    const double fraction = ideal_fraction_between(sim, policy, 500, 2000);
+    std::cout << "2 of 16 ranks 3x slower every other 20 steps, seed " << seed
+              << ", steps 500-2000: " << fraction << " of the ideal throughput\n";
+    sum += fraction;
+    least = std::min(least, fraction);
+  }
+  EXPECT_GE(sum / seeds, 0.97);
+  EXPECT_GE(least, 0.96);
 }
 
 // Half the ranks 3x slower for 200 of every 400 steps: holding their slow-phase share would
