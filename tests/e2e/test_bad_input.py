@@ -76,6 +76,10 @@ def main():
             fail(f"--version: exit {r.returncode}, printed {r.stdout!r}")
         print(f"ok: --version says {r.stdout.strip()!r}")
         expect_error([DYNAMIX, "--verison"], "--verison", "misspelt --version")
+        # Two target names after one --target: the second was taken for a configure argument and
+        # ignored once build/ existed, so only the first was built.
+        expect_error([str(SOURCE_DIR / "scripts/build.sh"), "--target", "dynamix", "test_ppo"],
+                     "unexpected argument 'test_ppo'", "build.sh target without its --target", status=2)
         # Command-line numbers out of range say what they expect, and nothing is written.
         policy = d / "policy.pt"
         expect_error([DYNAMIX, "agent", "pretrain", "--validate-every", "-1", "-o", str(policy)],
