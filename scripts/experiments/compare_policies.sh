@@ -28,7 +28,12 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Ranks: $DYNAMIX_NP, else the length of the config's batch.init list after the -- --set overrides
 # (run_suite.py's rank_count). A single batch.init value names no rank count: 4 then, and the
 # script says so.
-init_len=$(python3 - "$config" "${extra[@]}" <<'PY' 2>/dev/null || true
+if [[ -n ${DYNAMIX_NP:-} ]]; then
+  [[ $DYNAMIX_NP =~ ^[1-9][0-9]*$ ]] || { echo "compare_policies: DYNAMIX_NP='$DYNAMIX_NP' is not a rank count" >&2; exit 2; }
+  np=$DYNAMIX_NP
+else
+  # Prints the count, or nothing for a single batch.init value; a config it cannot read is an error.
+  np=$(python3 - "$config" "${extra[@]}" <<'PY'
 import sys
 from pathlib import Path
 sys.path.insert(0, "scripts/experiments")
@@ -39,16 +44,14 @@ try:
     print(run_suite.rank_count({"name": sys.argv[1], "ranks": None, "config": Path(sys.argv[1])}, sets))
 except run_suite.SuiteError:
     pass
+except Exception as e:
+    sys.exit(f"compare_policies: cannot read {sys.argv[1]}: {e}")
 PY
-)
-if [[ -n ${DYNAMIX_NP:-} ]]; then
-  [[ $DYNAMIX_NP =~ ^[1-9][0-9]*$ ]] || { echo "compare_policies: DYNAMIX_NP='$DYNAMIX_NP' is not a rank count" >&2; exit 2; }
-  np=$DYNAMIX_NP
-elif [[ -n $init_len ]]; then
-  np=$init_len
-else
-  np=4
-  echo "compare_policies: $config gives batch.init as one value, so no rank count: running 4 ranks (set DYNAMIX_NP=N for N)" >&2
+) || exit 2
+  if [[ -z $np ]]; then
+    np=4
+    echo "compare_policies: $config gives batch.init as one value, so no rank count: running 4 ranks (set DYNAMIX_NP=N for N)" >&2
+  fi
 fi
 # Each policy checked once: its name, binary, label, and its KEY=VALUE settings as written (joined
 # by +, which no setting holds; a VALUE may hold spaces, as hetero.events does).
