@@ -16,6 +16,11 @@ constexpr double kAlphaSignificance = 2;      // |alpha| / standard error to kee
 constexpr double kBetaSignificance = 2;       // and beta / its standard error
 constexpr double kMedianVarianceCost = 1.57;  // variance of a median over that of a mean (pi/2)
 constexpr double kReturnZ = 3;                // step-noise standard errors a spell's return must clear
+constexpr double kShiftZ = 3;                 // standard errors a level shift must clear
+constexpr double kShiftFloor = 0.18;          // and this log-ratio beyond them (1.2x: wander)
+// Windows of history before a level shift can restart a model: a younger one's forecast carries
+// its own fitting error (a restart is fitted from a window's last quarter).
+constexpr size_t kShiftHistory = 4;
 
 uint8_t spell_flags(const std::vector<uint8_t>* spells, size_t i) {
   return spells && i < spells->size() ? (*spells)[i] : 0;
@@ -125,8 +130,10 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
         // slowed 4.6x in the run's second window was held through it, as noise, for a whole window).
         const bool same_batch =
             h.size() == 1 && !h.front().after_restart && h.front().batch == double(r.batch_size);
+        const bool shifted = options_.level_shifts && h.size() >= kShiftHistory &&
+                             spell_flags(spells, i) == 0 && !tracking() && level_shift(i, r, predicted);
         if ((h.size() >= 2 || fresh || same_batch) && !over &&
-            (off_by_more_than(measured, predicted, options_.change_threshold) || returned)) {
+            (off_by_more_than(measured, predicted, options_.change_threshold) || returned || shifted)) {
           auto& log = restarts_[i];
           const bool slower = measured > predicted && !returned;
           const bool back = returned || (!slower && undoes_slowdown(i, r.batch_size, predicted, measured));
@@ -179,6 +186,24 @@ bool RankTimeModels::spell_returned(size_t i, const NodeRecord& r, double predic
   const double se = std::max(now.step_noise, before.step_noise) /
                     std::sqrt(double(recent_steps(std::max<int64_t>(r.steps, 1))));
   return undoes_slowdown(i, r.batch_size, predicted, r.compute_recent_s * std::exp(kReturnZ * se));
+}
+
+bool RankTimeModels::level_shift(size_t i, const NodeRecord& r, double predicted) const {
+  const std::deque<Observation>& h = history_[i];
+  Reading noise;
+  read_step_noise(h, noise);
+  if (!(noise.step_noise > 0) || r.steps < 2) return false;
+  // A model that has seen one batch size extrapolates through the origin: off by up to the
+  // batches' ratio where the time is all fixed cost.
+  const double shape = std::fabs(std::log(double(r.batch_size) / h.back().batch));
+  const double mean_se = noise.step_noise / std::sqrt(double(r.steps));
+  const double bar = kShiftFloor + shape + kShiftZ * mean_se;
+  // A window whose last quarter differs from its mean holds a change inside: its mean is neither
+  // level, and the regular rule (or the next window) reads it.
+  if (!(r.compute_recent_s > 0) || !std::isfinite(r.compute_recent_s)) return false;
+  const double quarter_se = noise.step_noise / std::sqrt(double(recent_steps(r.steps)));
+  const bool level = std::fabs(std::log(r.compute_recent_s / r.compute_s)) <= kShiftZ * quarter_se;
+  return level && std::fabs(std::log(r.compute_s / predicted)) > bar;
 }
 
 void RankTimeModels::read_step_noise(const std::deque<Observation>& obs, Reading& reading) const {

@@ -33,6 +33,14 @@ class RankTimeModels {
     // spell's end that SpellWatch saw counts as such a change inside the threshold too
     // (spell_returned, item 26).
     bool spells = false;
+    // A change of speed under the restart threshold still restarts a model of 4 windows or more
+    // where the window is level (its last quarter agrees with its mean) and misses by more than
+    // 1.2x (window-to-window wander) beyond 3 standard errors of its mean and beyond the batch's
+    // ratio to the last window's (a one-batch model's extrapolation), and not while tracking
+    // (drifting speeds are followed there; restarts would leave its forecasts unscored). A rank
+    // alternating between 1x and 1.6x for phases of 80-180 steps was read as one blended speed,
+    // its model moving a fifth of the way per window (docs/AGENT.md item 28).
+    bool level_shifts = false;
   };
   // Predicted mean compute time of one rank: t(b) = alpha + beta·b (seconds).
   struct Model {
@@ -124,6 +132,9 @@ class RankTimeModels {
   // samples and read at the 18 the spell left the rank at, missed the return by 0.49, and the rank
   // stayed at 18 for 50 steps and more (docs/AGENT.md item 26).
   bool spell_returned(size_t i, const NodeRecord& r, double predicted) const;
+  // Options::level_shifts: rank i's window is off its model's `predicted` time by a change of
+  // speed, not by step noise, wander or the model's shape.
+  bool level_shift(size_t i, const NodeRecord& r, double predicted) const;
   Model fit(const std::deque<Observation>& obs) const;
   double residual(const std::deque<Observation>& obs, const Model& m) const;
 

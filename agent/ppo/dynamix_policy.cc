@@ -47,12 +47,14 @@ double overhead_of(const ClusterState& s) {
 }
 
 // The models restart from a window's last quarter after a change, keep score of persistence
-// against their own forecasts, and follow spells of a few steps (see RankTimeModels::Options).
-RankTimeModels::Options model_options() {
+// against their own forecasts, follow spells of a few steps, and restart on clear changes of speed
+// under the restart threshold (see RankTimeModels::Options).
+RankTimeModels::Options model_options(const RuleSet& rules) {
   RankTimeModels::Options o;
   o.restart_at_recent = true;
   o.score_persistence = true;
   o.spells = true;
+  o.level_shifts = rules.on(Rule::kLevelShifts);
   return o;
 }
 
@@ -149,7 +151,7 @@ DynamixPolicy::DynamixPolicy(DynamixOptions o)
       log_(o.log),
       node_norm_(kNodeFeatures),
       global_norm_(kGlobalFeatures),
-      models_(model_options()),
+      models_(model_options(o.rules)),
       alarm_(alarm_options()),
       reward_(o.ppo.reward),
       rollout_(std::make_unique<Rollout>()),

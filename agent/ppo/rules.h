@@ -22,13 +22,14 @@ enum class Rule : uint8_t {
   kRecurringHold,    // interference that keeps coming back: its slow phase's plan held (item 16)
   kShortSpells,      // spells that end too soon to follow are held through (item 24)
   kSlowdownReturn,   // back from a followed slowdown: the plan before it restored (items 25, 26)
+  kLevelShifts,      // a clear change of speed under the restart threshold restarts a model (item 28)
   kCount
 };
 
 inline const std::array<const char*, static_cast<size_t>(Rule::kCount)>& rule_names() {
   static const std::array<const char*, static_cast<size_t>(Rule::kCount)> names = {
-      "start_check",      "change_alarm",   "tracking",     "paid_moves",     "noise_split",
-      "homogeneous_hold", "recurring_hold", "short_spells", "slowdown_return"};
+      "start_check",      "change_alarm",   "tracking",     "paid_moves",      "noise_split",
+      "homogeneous_hold", "recurring_hold", "short_spells", "slowdown_return", "level_shifts"};
   return names;
 }
 

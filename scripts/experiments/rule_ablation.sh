@@ -11,7 +11,7 @@ seeds=${2:-3}
 suite=${3:-configs/agent_suite}
 bin=${DYNAMIX_BIN:-build/bin/dynamix}
 rules=(none start_check change_alarm tracking paid_moves noise_split homogeneous_hold recurring_hold short_spells
-  slowdown_return)
+  slowdown_return level_shifts)
 mkdir -p "$out"
 for rule in "${rules[@]}"; do
   off=()

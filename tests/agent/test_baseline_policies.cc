@@ -221,6 +221,56 @@ TEST(RankModels, TheSecondWindowAtTheSameBatchCanRestart) {
   EXPECT_EQ(other.readings()[0].observations, 2);
 }
 
+// A change of speed under the restart threshold: one rank at 32 samples, 20 steps a window with
+// 10 % step noise, slows 1.4x for good. The linear rule (a 50 % miss) never sees it, and the model
+// creeps toward the new speed by the forgetting; with level_shifts the first window at the new
+// speed restarts it. Steady noise over 300 windows restarts nothing, nor does a window that holds
+// the change inside it (its last quarter far from its mean), nor the same miss at a batch 2x away
+// from the last one, where a one-batch model's extrapolation could be that far off.
+TEST(RankModels, AClearLevelShiftUnderTheThresholdRestarts) {
+  constexpr int32_t kSteps = 20;
+  constexpr double kStepNoise = 0.1;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> z(0, 1);
+  auto window = [&](int32_t batch, double level, double recent_level) {
+    ClusterState s;
+    NodeRecord r;
+    r.batch_size = batch;
+    r.steps = kSteps;
+    r.compute_rel_se = kStepNoise / std::sqrt(double(kSteps));
+    const double base = 0.1 * batch / 32;
+    r.compute_s = base * level * std::exp(r.compute_rel_se * z(rng));
+    r.compute_recent_s = base * recent_level * std::exp(kStepNoise / std::sqrt(kSteps / 4.0) * z(rng));
+    s.nodes.push_back(r);
+    return s;
+  };
+  for (bool shifts : {false, true}) {
+    RankTimeModels::Options o;
+    o.restart_at_recent = true;
+    o.level_shifts = shifts;
+    RankTimeModels m(o);
+    int restarts = 0;
+    for (int w = 0; w < 300; ++w) {
+      m.observe(window(32, 1.0, 1.0));
+      restarts += m.readings()[0].restarted;
+    }
+    EXPECT_EQ(restarts, 0) << "level_shifts " << shifts;
+    RankTimeModels mixed(m), moved(m);
+    mixed.observe(window(32, 1.4, 2.2));  // slowed 2.2x in its last quarter, a mean of 1.4x
+    EXPECT_FALSE(mixed.readings()[0].restarted);
+    moved.observe(window(16, 1.4, 1.4));
+    EXPECT_FALSE(moved.readings()[0].restarted);
+    m.observe(window(32, 1.4, 1.4));
+    EXPECT_EQ(m.readings()[0].restarted, shifts);
+    if (shifts) {
+      EXPECT_TRUE(m.readings()[0].surprise > 1.3);
+      EXPECT_NEAR(m.models()[0].at(32) / 0.14, 1.0, 0.15);  // from the window's last quarter
+    } else {
+      EXPECT_LT(m.models()[0].at(32) / 0.14, 0.85);  // the old windows still outweigh the new one
+    }
+  }
+}
+
 // Persistence (the last window rescaled) against the fitted model, as forecasts of each window:
 // steady noisy speeds keep the model; a speed that drifts a little every window makes the model
 // lag, and persistence wins. Restarts (jumps) are not scored.

@@ -142,7 +142,7 @@ const ErrorCase kCases[] = {
      "policy: {name: dynamix, rules_off: [short_spells, no_such_rule]}",
      {},
      {"'policy.rules_off[1]' must be one of start_check|change_alarm|tracking|paid_moves|noise_split|"
-      "homogeneous_hold|recurring_hold|short_spells|slowdown_return"}},
+      "homogeneous_hold|recurring_hold|short_spells|slowdown_return|level_shifts"}},
     {"PolicyRulesOffNotANameOrList",
      "policy: {rules_off: {short_spells: true}}",
      {},

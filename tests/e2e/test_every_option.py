@@ -80,7 +80,7 @@ def cases(d):
         "dynamix, no move floor": ["policy.name=dynamix", "policy.min_move_gain=0"],
         "dynamix, every rule off": ["policy.name=dynamix",
                                     "policy.rules_off=[start_check,change_alarm,tracking,paid_moves,noise_split,"
-                                    "homogeneous_hold,recurring_hold,short_spells,slowdown_return]"],
+                                    "homogeneous_hold,recurring_hold,short_spells,slowdown_return,level_shifts]"],
         "dynamix checkpoint file": ["policy.name=dynamix", f"policy.checkpoint={SHIPPED}"],
         "dynamix learning online": ["policy.name=dynamix", "policy.learn=true"],
         "dynamix untrained, learning": ["policy.name=dynamix", "policy.checkpoint=none", "policy.learn=true"],
