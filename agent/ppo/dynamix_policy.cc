@@ -342,6 +342,9 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     } else if (rules_.on(Rule::kSlowdownReturn)) {
       restore_plan_before_slowdown(view, current, bounds, centre, window_steps(s), plan);
     }
+    if (!spell.hold && !followed && view.equal_ranks && rules_.on(Rule::kHomogeneousHold)) {
+      restore_equal_plan(view, current, bounds, window_steps(s), plan);
+    }
     slowdown_return_.decided(models_, current, plan.batch_sizes);
     switch_cost_.decided(plan.batch_sizes != current);
 
@@ -413,6 +416,24 @@ void DynamixPolicy::restore_plan_before_slowdown(const BalanceView& view, const 
                format_number("%.2f", gain) + " steps over the window on it, under the " +
                format_number("%.2f", least) + " a move must gain)";
   slowdown_return_.reset();
+}
+
+void DynamixPolicy::restore_equal_plan(const BalanceView& view, const std::vector<int32_t>& current,
+                                       const BatchBounds& bounds, int32_t horizon, BatchPlan& plan) const {
+  const auto [lo, hi] = std::minmax_element(plan.batch_sizes.begin(), plan.batch_sizes.end());
+  if (plan.batch_sizes.empty() || *hi - *lo <= 1) return;  // even already, up to rounding
+  // Under tracking the hold's bar is persistence's error, which spells and drifts inflate, and a
+  // recurring hold's plan is uneven for a reason the levels may not show.
+  if (models_.tracking() || !view.note.empty()) return;
+  const std::vector<double> even(current.size(), view.global_batch / double(current.size()));
+  const std::vector<int32_t> equal = project_plan(even, current, bounds).batch_sizes;
+  const double least = move_floor() * horizon;
+  double gain = 0;
+  if (equal == plan.batch_sizes || move_pays(view, equal, plan.batch_sizes, horizon, least, &gain)) return;
+  plan.batch_sizes = equal;
+  plan.note = "equal ranks: the equal split restored (the plan it replaces gains " +
+              format_number("%.2f", gain) + " steps over the window on it, under the " +
+              format_number("%.2f", least) + " a move must gain)";
 }
 
 double DynamixPolicy::move_floor() const {

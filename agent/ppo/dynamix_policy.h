@@ -129,6 +129,10 @@ class DynamixPolicy : public BatchPolicy {
   void restore_plan_before_slowdown(const BalanceView& view, const std::vector<int32_t>& current,
                                     const BatchBounds& bounds, const std::vector<double>& centre,
                                     int32_t horizon, BatchPlan& plan);
+  // Ranks the homogeneous hold finds equal take the equal split where `plan` is uneven and does not
+  // beat the equal split by move_floor() over `horizon` steps (docs/AGENT.md item 29).
+  void restore_equal_plan(const BalanceView& view, const std::vector<int32_t>& current,
+                          const BatchBounds& bounds, int32_t horizon, BatchPlan& plan) const;
   // Each rank's fitted compute time under `plan`, for the change alarm (empty: models not ready).
   std::vector<double> expected_compute(const std::vector<int32_t>& plan) const;
   static constexpr double kGoodputMinGain = 0.01;

@@ -206,7 +206,7 @@ bool levels_spread_beyond_noise(const std::vector<double>& level, double noise_v
   return squares / noise_var > chi_square_bar(n - 1, z);
 }
 
-void hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, double global_batch,
+bool hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, double global_batch,
                            const std::vector<RankTimeModels::Model>& forecast,
                            const std::vector<double>& noise, std::vector<double>& proposal) {
   const size_t n = proposal.size();
@@ -217,7 +217,7 @@ void hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, 
   double b_now = 0;
   for (size_t i = 0; i < n; ++i) {
     const RankTimeModels::Reading& rd = models.readings()[i];
-    if (rd.restarted || rd.observations < 2) return;
+    if (rd.restarted || rd.observations < 2) return false;
     // The forecast the proposal followed: the models, or under tracking the last window's level.
     const RankTimeModels::Model& m = tracking ? forecast[i] : models.models()[i];
     const double b = std::max(1, s.nodes[i].batch_size);
@@ -226,17 +226,19 @@ void hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, 
     now[i] = m.at(b), then[i] = m.at(proposal[i]);
     b_now += b;
   }
-  if (std::fabs(b_now - global_batch) > 0.5) return;
+  if (std::fabs(b_now - global_batch) > 0.5) return false;
   const double center = median(level), z = extremes_z(n), noise_var = median(variance);
   const double bar = z * std::sqrt(noise_var);
   for (size_t i = 0; i < n; ++i) {
-    if (!(std::fabs(level[i] - center) <= kApart * bar)) return;
+    if (!(std::fabs(level[i] - center) <= kApart * bar)) return false;
   }
+  if (levels_spread_beyond_noise(level, noise_var, kApart * z)) return false;
   // Judged after the tests above: under weighed noise each judgement is an E[max] over the ranks.
   const double t_now = judged_step_time(now, noise), t_new = judged_step_time(then, noise);
-  if (!(t_new > 0) || !(t_now > 0) || std::log(t_now / t_new) >= bar) return;
-  if (levels_spread_beyond_noise(level, noise_var, kApart * z)) return;
-  for (size_t i = 0; i < n; ++i) proposal[i] = std::max(1, s.nodes[i].batch_size);
+  if (t_new > 0 && t_now > 0 && std::log(t_now / t_new) < bar) {
+    for (size_t i = 0; i < n; ++i) proposal[i] = std::max(1, s.nodes[i].batch_size);
+  }
+  return true;
 }
 
 // How much of a rank's last-window surprise the tracking forecast takes: all of it where the
@@ -317,7 +319,7 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   if (models.tracking() && rules.on(Rule::kTracking)) v.slow = v.fast;
   if (rules.on(Rule::kHomogeneousHold)) {
     hold_first_window_noise(models, s, v.slow);
-    hold_homogeneous_plan(s, models, global_batch, forecast, v.noise, v.slow);
+    v.equal_ranks = hold_homogeneous_plan(s, models, global_batch, forecast, v.noise, v.slow);
   }
   // Interference that keeps coming back: hold its slow phase's plan where following each phase
   // costs more (agent/recurring_slowdown.h).

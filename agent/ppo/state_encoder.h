@@ -27,7 +27,10 @@ struct BalanceView {
   // otherwise): a move is then judged by the expected slowest step, not the slowest mean.
   std::vector<double> noise;
   bool ready = false;  // every rank has a model; otherwise every proposal = current
-  std::string note;    // a rule that shaped the proposals, for decisions.jsonl
+  // The homogeneous hold (docs/AGENT.md items 12, 29) found every rank's fitted level within its
+  // noise of the others': the equal split is balanced.
+  bool equal_ranks = false;
+  std::string note;  // a rule that shaped the proposals, for decisions.jsonl
 };
 // `rules`: those off leave their proposals' shaping out (noise split, the holds, tracking).
 BalanceView balance_view(const ClusterState& state, const RankTimeModels& models, double global_batch,

@@ -178,6 +178,29 @@ TEST(ShippedPolicy, HomogeneousClusterWithNoiseKeepsItsPlan) {
   }
 }
 
+// Equal ranks on an uneven plan (docs/AGENT.md item 29): the split of noisy models gains too little
+// over a plan one or two samples off the even one to pass the move floor, so until 2026-12-06 such
+// a plan, left by a restart that noise caused, was kept for good (random homogeneous clusters at
+// 28 % step noise and windows of 5 ran 0.1-0.4 % behind static). Ranks the homogeneous hold finds
+// equal now take the even split where the uneven plan does not beat it by the floor.
+TEST(ShippedPolicy, EqualRanksOnAnUnevenPlanReturnToTheEvenSplit) {
+  for (double noise : {0.05, 0.2}) {
+    ClusterSimulator sim(nodes_at(std::vector<double>(8, 1.0), 9, noise), bounds(256),
+                         {30, 34, 31, 33, 32, 32, 33, 31}, 20);
+    DynamixPolicy policy(shipped());
+    ClusterState s = sim.reset();
+    int32_t spread = 0;
+    for (int w = 0; w < 20; ++w) {
+      const BatchPlan p = policy.decide(s);
+      const auto [lo, hi] = std::minmax_element(p.batch_sizes.begin(), p.batch_sizes.end());
+      spread = *hi - *lo;
+      s = sim.step_window(p);
+    }
+    std::cout << "per-step noise " << noise << ": plan spread after 20 windows " << spread << "\n";
+    EXPECT_EQ(spread, 0) << "noise " << noise;
+  }
+}
+
 // Equal ranks whose speeds wander a little and for a while, as 4 ranks sharing 2 cores do on a
 // real machine: each rank is up to 10 % slower for three windows at a time, at its own offset.
 // The last window forecasts the next better than the models in a quarter of the windows
