@@ -422,9 +422,6 @@ void DynamixPolicy::restore_equal_plan(const BalanceView& view, const std::vecto
                                        const BatchBounds& bounds, int32_t horizon, BatchPlan& plan) const {
   const auto [lo, hi] = std::minmax_element(plan.batch_sizes.begin(), plan.batch_sizes.end());
   if (plan.batch_sizes.empty() || *hi - *lo <= 1) return;  // even already, up to rounding
-  // Under tracking the hold's bar is persistence's error, which spells and drifts inflate, and a
-  // recurring hold's plan is uneven for a reason the levels may not show.
-  if (models_.tracking() || !view.note.empty()) return;
   const std::vector<double> even(current.size(), view.global_batch / double(current.size()));
   const std::vector<int32_t> equal = project_plan(even, current, bounds).batch_sizes;
   const double least = move_floor() * horizon;

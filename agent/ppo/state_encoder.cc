@@ -319,7 +319,9 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   if (models.tracking() && rules.on(Rule::kTracking)) v.slow = v.fast;
   if (rules.on(Rule::kHomogeneousHold)) {
     hold_first_window_noise(models, s, v.slow);
-    v.equal_ranks = hold_homogeneous_plan(s, models, global_batch, forecast, v.noise, v.slow);
+    const bool equal = hold_homogeneous_plan(s, models, global_batch, forecast, v.noise, v.slow);
+    // Under tracking the hold's bar is persistence's error, which spells and drifts inflate.
+    v.equal_ranks = equal && !models.tracking();
   }
   // Interference that keeps coming back: hold its slow phase's plan where following each phase
   // costs more (agent/recurring_slowdown.h).
@@ -327,6 +329,7 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   if (rules.on(Rule::kRecurringHold))
     hedge = hedge_recurring(s, models, global_batch, lo, hi, ChangeAlarm::latency_steps());
   if (hedge.hold) {
+    v.equal_ranks = false;  // the slow phase's plan is uneven for a reason the levels need not show
     v.slow = v.fast = std::move(hedge.plan);
     v.note = "recurring slowdown: the slow phase's plan held (" + std::to_string(hedge.hold_cost) +
              " s per cycle against " + std::to_string(hedge.follow_cost) + " s following it)";

@@ -28,7 +28,7 @@ struct BalanceView {
   std::vector<double> noise;
   bool ready = false;  // every rank has a model; otherwise every proposal = current
   // The homogeneous hold (docs/AGENT.md items 12, 29) found every rank's fitted level within its
-  // noise of the others': the equal split is balanced.
+  // noise of the others', outside tracking and with no recurring hold: the equal split is balanced.
   bool equal_ranks = false;
   std::string note;  // a rule that shaped the proposals, for decisions.jsonl
 };
