@@ -22,6 +22,9 @@ constexpr double kShiftFloor = 0.18;          // and this log-ratio beyond them 
 // its own fitting error (a restart is fitted from a window's last quarter).
 constexpr size_t kShiftHistory = 4;
 
+// The window measured its last quarter (compute_recent_s), for a change inside it.
+bool has_recent(const NodeRecord& r) { return r.compute_recent_s > 0 && std::isfinite(r.compute_recent_s); }
+
 uint8_t spell_flags(const std::vector<uint8_t>* spells, size_t i) {
   return spells && i < spells->size() ? (*spells)[i] : 0;
 }
@@ -120,7 +123,7 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
         // A large misprediction means the rank changed (slowdown, interference): start afresh, or
         // (Options::spells) resume the history from before a slowdown that ended.
         const bool fresh = options_.spells && h.size() == 1 && h.front().after_restart;
-        const bool recent = fresh && r.compute_recent_s > 0 && std::isfinite(r.compute_recent_s);
+        const bool recent = fresh && has_recent(r);
         const double measured = recent ? r.compute_recent_s : r.compute_s;
         const bool ended = options_.spells && (spell_flags(spells, i) & kSpellEnded);
         const bool over = measured > predicted && ended;
@@ -146,8 +149,7 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
           if (log.size() > kRestartLog) log.pop_front();
         }
       }
-      const bool after_only = reading.restarted && options_.restart_at_recent && r.compute_recent_s > 0 &&
-                              std::isfinite(r.compute_recent_s);
+      const bool after_only = reading.restarted && options_.restart_at_recent && has_recent(r);
       // The window's relative variance per step. A restart window's scatter mixes the before and
       // the after: it says nothing of the noise.
       const double rel_var = r.compute_rel_se * r.compute_rel_se * r.steps;
@@ -176,7 +178,7 @@ bool RankTimeModels::undoes_slowdown(size_t i, double batch, double predicted, d
 }
 
 bool RankTimeModels::spell_returned(size_t i, const NodeRecord& r, double predicted) const {
-  if (!(r.compute_recent_s > 0) || !std::isfinite(r.compute_recent_s)) return false;
+  if (!has_recent(r)) return false;
   // The quarter's mean scatters by the rank's step noise over its steps: a noisy rank's quarter of
   // one or two steps passed for a return (214 ranks at 28 % step noise, window 5: 1.7 % slower
   // than the best heuristic), so the return must clear kReturnZ of that.
@@ -190,20 +192,19 @@ bool RankTimeModels::spell_returned(size_t i, const NodeRecord& r, double predic
 
 bool RankTimeModels::level_shift(size_t i, const NodeRecord& r, double predicted) const {
   const std::deque<Observation>& h = history_[i];
+  if (r.steps < 2 || !has_recent(r)) return false;
   Reading noise;
   read_step_noise(h, noise);
-  if (!(noise.step_noise > 0) || r.steps < 2) return false;
+  if (!(noise.step_noise > 0)) return false;
+  // A window whose last quarter differs from its mean holds a change inside: its mean is neither
+  // level, and the regular rule (or the next window) reads it.
+  const double quarter_se = noise.step_noise / std::sqrt(double(recent_steps(r.steps)));
+  if (std::fabs(std::log(r.compute_recent_s / r.compute_s)) > kShiftZ * quarter_se) return false;
   // A model that has seen one batch size extrapolates through the origin: off by up to the
   // batches' ratio where the time is all fixed cost.
   const double shape = std::fabs(std::log(double(r.batch_size) / h.back().batch));
   const double mean_se = noise.step_noise / std::sqrt(double(r.steps));
-  const double bar = kShiftFloor + shape + kShiftZ * mean_se;
-  // A window whose last quarter differs from its mean holds a change inside: its mean is neither
-  // level, and the regular rule (or the next window) reads it.
-  if (!(r.compute_recent_s > 0) || !std::isfinite(r.compute_recent_s)) return false;
-  const double quarter_se = noise.step_noise / std::sqrt(double(recent_steps(r.steps)));
-  const bool level = std::fabs(std::log(r.compute_recent_s / r.compute_s)) <= kShiftZ * quarter_se;
-  return level && std::fabs(std::log(r.compute_s / predicted)) > bar;
+  return std::fabs(std::log(r.compute_s / predicted)) > kShiftFloor + shape + kShiftZ * mean_se;
 }
 
 void RankTimeModels::read_step_noise(const std::deque<Observation>& obs, Reading& reading) const {

@@ -407,14 +407,11 @@ void DynamixPolicy::restore_plan_before_slowdown(const BalanceView& view, const 
   const std::vector<double> wanted(before->begin(), before->end());
   const std::vector<int32_t> back =
       project_plan(wanted, current, bounds, centre.empty() ? nullptr : &centre).batch_sizes;
-  const double least = move_floor() * horizon;
-  double gain = 0;
-  if (back != *before || move_pays(view, back, plan.batch_sizes, horizon, least, &gain)) return;
+  std::string why;
+  if (back != *before || !offered_plan_holds(view, back, plan, horizon, "the split", why)) return;
   plan.batch_sizes = back;
-  plan.note += std::string(plan.note.empty() ? "" : "; ") +
-               "back from a slowdown: the plan before it restored (the split gains " +
-               format_number("%.2f", gain) + " steps over the window on it, under the " +
-               format_number("%.2f", least) + " a move must gain)";
+  plan.note +=
+      std::string(plan.note.empty() ? "" : "; ") + "back from a slowdown: the plan before it restored " + why;
   slowdown_return_.reset();
 }
 
@@ -424,13 +421,23 @@ void DynamixPolicy::restore_equal_plan(const BalanceView& view, const std::vecto
   if (plan.batch_sizes.empty() || *hi - *lo <= 1) return;  // even already, up to rounding
   const std::vector<double> even(current.size(), view.global_batch / double(current.size()));
   const std::vector<int32_t> equal = project_plan(even, current, bounds).batch_sizes;
+  std::string why;
+  if (equal == plan.batch_sizes ||
+      !offered_plan_holds(view, equal, plan, horizon, "the plan it replaces", why))
+    return;
+  plan.batch_sizes = equal;
+  plan.note = "equal ranks: the equal split restored " + why;
+}
+
+bool DynamixPolicy::offered_plan_holds(const BalanceView& view, const std::vector<int32_t>& offered,
+                                       const BatchPlan& plan, int32_t horizon, const char* rival,
+                                       std::string& why) const {
   const double least = move_floor() * horizon;
   double gain = 0;
-  if (equal == plan.batch_sizes || move_pays(view, equal, plan.batch_sizes, horizon, least, &gain)) return;
-  plan.batch_sizes = equal;
-  plan.note = "equal ranks: the equal split restored (the plan it replaces gains " +
-              format_number("%.2f", gain) + " steps over the window on it, under the " +
-              format_number("%.2f", least) + " a move must gain)";
+  if (move_pays(view, offered, plan.batch_sizes, horizon, least, &gain)) return false;
+  why = std::string("(") + rival + " gains " + format_number("%.2f", gain) +
+        " steps over the window on it, under the " + format_number("%.2f", least) + " a move must gain)";
+  return true;
 }
 
 double DynamixPolicy::move_floor() const {

@@ -133,6 +133,10 @@ class DynamixPolicy : public BatchPolicy {
   // beat the equal split by move_floor() over `horizon` steps (docs/AGENT.md item 29).
   void restore_equal_plan(const BalanceView& view, const std::vector<int32_t>& current,
                           const BatchBounds& bounds, int32_t horizon, BatchPlan& plan) const;
+  // The offer test of both: true where `plan` does not beat `offered` by move_floor() over
+  // `horizon` steps, and `why` then says so ("(RIVAL gains G steps ... under the F a move must gain)").
+  bool offered_plan_holds(const BalanceView& view, const std::vector<int32_t>& offered, const BatchPlan& plan,
+                          int32_t horizon, const char* rival, std::string& why) const;
   // Each rank's fitted compute time under `plan`, for the change alarm (empty: models not ready).
   std::vector<double> expected_compute(const std::vector<int32_t>& plan) const;
   static constexpr double kGoodputMinGain = 0.01;
