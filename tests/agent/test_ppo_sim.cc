@@ -687,6 +687,34 @@ TEST(ShippedPolicy, ASlowdownUnderTheRestartThresholdIsFollowed) {
   }
 }
 
+// Ranks that drift far apart, slowly (from a held-out random cluster, 2026-12-06): 3 ranks at
+// speeds 1, 0.37 and 0.99, rank 0 drifting to 6x slower and back every 623 steps, rank 2 to 3.6x
+// and 1.7x over two cycles, 24 % step noise, windows of 5 steps. Under tracking the homogeneous
+// hold judged the last windows' levels against persistence's forecast error (14 % a window here),
+// and ranks 2-3x apart passed for equal ranks and were held: 0.958-0.963 of the balanced plan under
+// the same noise over seeds 1-4 (mean 0.959). Their levels fitted over their histories must be
+// equal within the step noise and 1.2x too (docs/AGENT.md item 30): 0.965-0.971 (mean 0.968).
+TEST(ShippedPolicy, RanksDriftingApartAreNotHeldAsEqual) {
+  double sum = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    const std::vector<double> speeds = {1.0, 0.368, 0.988};
+    SimConfig c = nodes_at(speeds, seed, 0.244);
+    c.workload.grad_bytes = 0;
+    for (size_t i = 0; i < speeds.size(); ++i)
+      c.alpha_s[i] = 0.0083 / speeds[i], c.beta_s[i] = 0.00046 / speeds[i];
+    c.events = {{871, {0}, 5.95, 0, 623}, {485, {2}, 3.62, 0, 429}, {952, {2}, 1.66, 0, 566}};
+    BatchBounds b = bounds(96);
+    b.min = 2;
+    ClusterSimulator sim(c, b, {32}, 5);
+    DynamixPolicy policy(shipped());
+    const double fraction = ideal_fraction_between(sim, policy, 500, 3000);
+    std::cout << "3 ranks drifting apart, seed " << seed << ": " << fraction << " of the ideal throughput\n";
+    EXPECT_GE(fraction, 0.962) << "seed " << seed;
+    sum += fraction;
+  }
+  EXPECT_GE(sum / 4, 0.965);
+}
+
 // Interference that comes back: 2 of 16 ranks 3x slower for 20 of every 40 steps (window 10).
 // Following each phase, the plan was wrong for the steps each switch takes to reach a decision and
 // ran at 0.87 of the noiseless ideal throughput; holding the slow phase's share through the fast
