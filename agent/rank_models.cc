@@ -168,6 +168,19 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
   if (options_.score_persistence) score_forecasts(state, spells);
 }
 
+bool RankTimeModels::prior_bounds_growth(size_t i, double batch) const {
+  if (i >= history_.size() || history_[i].empty() || !models_[i].valid || models_[i].alpha != 0) return false;
+  // The weighted fit through the origin of times alpha + beta·b has slope beta + alpha·Σwb/Σwb²,
+  // so it overestimates the time at b exactly where b >= Σwb²/Σwb (alpha >= 0).
+  const std::deque<Observation>& h = history_[i];
+  double wb = 0, wbb = 0;
+  for (size_t k = 0; k < h.size(); ++k) {
+    const double w = age_weight_[h.size() - 1 - k];
+    wb += w * h[k].batch, wbb += w * h[k].batch * h[k].batch;
+  }
+  return wb > 0 && batch >= wbb / wb;
+}
+
 bool RankTimeModels::undoes_slowdown(size_t i, double batch, double predicted, double t) const {
   // Log scale; the models before and during the slowdown, compared at this batch, so a fixed cost
   // cancels.

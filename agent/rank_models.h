@@ -91,6 +91,10 @@ class RankTimeModels {
   const std::deque<Restart>& restarts(size_t i) const { return restarts_[i]; }
   // Rank i's last restart was a slowdown: it is slower than before it, not back yet.
   bool in_slowdown(size_t i) const { return !restarts_[i].empty() && restarts_[i].back().slower; }
+  // Rank i's model is the proportional prior t = beta·b (no fixed cost determined) and `batch` is
+  // at or above its kept history's batches (their weighted Σb²/Σb): there the model's forecast is
+  // an upper bound on the rank's time for any fixed cost >= 0.
+  bool prior_bounds_growth(size_t i, double batch) const;
   int32_t history() const { return options_.history; }
   double forget() const { return options_.forget; }
   // True when the last window, not the history, predicts the next one: over at least

@@ -380,6 +380,12 @@ bool DynamixPolicy::keep_unpaid_move(const BalanceView& view, const std::vector<
   unlimited.max_change = 0;
   const std::vector<int32_t> destination =
       bounds.max_change > 0 ? project_plan(desired, current, unlimited).batch_sizes : plan.batch_sizes;
+  // A move no step can be slower for pays where it pays for the plan change: the floor's forecast
+  // error is not its risk.
+  if (safe_growth(view, current, plan.batch_sizes, horizon) &&
+      move_pays(view, current, plan.batch_sizes, horizon, cost, &gain) && gain > 0) {
+    return false;
+  }
   if (move_pays(view, current, destination, horizon, bar, &gain)) {
     const double most = min_move_gain_ * horizon;
     if (gain > 0 && gain <= most) {  // taken because the floor fell (item 22)
@@ -437,6 +443,37 @@ bool DynamixPolicy::offered_plan_holds(const BalanceView& view, const std::vecto
   if (move_pays(view, offered, plan.batch_sizes, horizon, least, &gain)) return false;
   why = std::string("(") + rival + " gains " + format_number("%.2f", gain) +
         " steps over the window on it, under the " + format_number("%.2f", least) + " a move must gain)";
+  return true;
+}
+
+bool DynamixPolicy::safe_growth(const BalanceView& view, const std::vector<int32_t>& current,
+                                const std::vector<int32_t>& next, int32_t horizon) const {
+  // A rank that followed a slowdown or a noisy split down to a small batch, its fixed cost
+  // undetermined, is modelled by the proportional prior, which reads the fixed cost as per-sample
+  // cost: the balanced plan of those models grows it a sample or two at a time, each step forecast
+  // to gain under the move floor, and the way back took 400-1,400 steps. But that forecast is an
+  // upper bound on the grown rank's time, and a rank that shrinks gets no slower: where every grown
+  // rank was clearly idle, the step cannot get slower than now.
+  // Idle in the last window (the forecast) and over the rank's history (its model), so that a
+  // window in which a rank's speed wandered up does not pass for room to grow.
+  const size_t n = current.size();
+  const std::vector<RankTimeModels::Model>& fitted = models_.models();
+  if (view.forecast.size() != n || fitted.size() != n || next.size() != n || horizon < 1 || next == current)
+    return false;
+  double slowest = 0, slowest_fitted = 0;
+  for (size_t i = 0; i < n; ++i) {
+    slowest = std::max(slowest, view.forecast[i].at(current[i]));
+    slowest_fitted = std::max(slowest_fitted, fitted[i].at(current[i]));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (next[i] <= current[i]) continue;
+    if (!models_.prior_bounds_growth(i, next[i])) return false;
+    const double se = models_.readings()[i].step_noise / std::sqrt(double(horizon));
+    const double room = 1 - std::max(kProbeIdle, kProbeNoiseZ * se);
+    if (!(view.forecast[i].at(current[i]) <= room * slowest &&
+          fitted[i].at(current[i]) <= room * slowest_fitted))
+      return false;
+  }
   return true;
 }
 

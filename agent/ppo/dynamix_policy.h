@@ -133,6 +133,13 @@ class DynamixPolicy : public BatchPolicy {
   // beat the equal split by move_floor() over `horizon` steps (docs/AGENT.md item 29).
   void restore_equal_plan(const BalanceView& view, const std::vector<int32_t>& current,
                           const BatchBounds& bounds, int32_t horizon, BatchPlan& plan) const;
+  // A move no step can be slower for (docs/AGENT.md item 31): it grows only ranks whose models
+  // bound their time there from above (RankTimeModels::prior_bounds_growth), each idle under the
+  // slowest rank by kProbeIdle and kProbeNoiseZ standard errors of a window's mean.
+  bool safe_growth(const BalanceView& view, const std::vector<int32_t>& current,
+                   const std::vector<int32_t>& next, int32_t horizon) const;
+  static constexpr double kProbeIdle = 0.1;
+  static constexpr double kProbeNoiseZ = 3;
   // The offer test of both: true where `plan` does not beat `offered` by move_floor() over
   // `horizon` steps, and `why` then says so ("(RIVAL gains G steps ... under the F a move must gain)").
   bool offered_plan_holds(const BalanceView& view, const std::vector<int32_t>& offered, const BatchPlan& plan,

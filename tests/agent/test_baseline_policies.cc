@@ -130,6 +130,41 @@ TEST(RankModels, FixedCostOnlyWhereSignificant) {
   EXPECT_NEAR(wide.beta, 0.0004, 0.00005);
 }
 
+// The proportional prior of a rank whose fixed cost is undetermined bounds its time from above at
+// batches over its history's weighted Σb²/Σb, and only there (docs/AGENT.md item 31): 4 ms a step
+// and 0.02 ms a sample, 5 % noise between windows, run at 8 for 15 windows and at 12 for one.
+TEST(RankModels, TheProportionalPriorBoundsGrowthFromAbove) {
+  RankTimeModels m;
+  int window = 0;
+  auto observe = [&](int32_t batch) {
+    ClusterState s;
+    NodeRecord r;
+    r.batch_size = batch;
+    r.compute_s = (0.004 + 0.00002 * batch) * (window++ % 2 ? 1.05 : 0.95);
+    s.nodes.push_back(r);
+    m.observe(s);
+  };
+  for (int w = 0; w < 15; ++w) observe(8);
+  observe(12);
+  ASSERT_EQ(m.models()[0].alpha, 0);  // one window at 12 determines no fixed cost
+  double wb = 0, wbb = 0, weight = 1;
+  for (int32_t b : {12, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8}) {
+    wb += weight * b, wbb += weight * b * b;
+    weight *= m.forget();
+  }
+  const double knee = wbb / wb;  // about 10.4
+  EXPECT_TRUE(m.prior_bounds_growth(0, knee + 0.01));
+  EXPECT_FALSE(m.prior_bounds_growth(0, knee - 0.01));
+  EXPECT_FALSE(m.prior_bounds_growth(0, 8));
+  for (double b : {16.0, 32.0, 64.0}) {
+    EXPECT_TRUE(m.prior_bounds_growth(0, b)) << b;
+    EXPECT_GT(m.models()[0].at(b), 0.004 + 0.00002 * b) << b;
+  }
+  for (int w = 0; w < 16; ++w) observe(8 + 8 * (w % 4));  // batches 8-32 determine the fixed cost
+  ASSERT_GT(m.models()[0].alpha, 0);
+  EXPECT_FALSE(m.prior_bounds_growth(0, 64));
+}
+
 // Ranks sharing cores: a proportional rank (t = beta·b) whose window means wander 12 % from window
 // to window, whatever its batch, observed as a plan holds and moves within 47..59. An affine fit of
 // such windows often finds a slope near 0 and an intercept near the whole time, and a fixed cost

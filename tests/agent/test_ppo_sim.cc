@@ -715,6 +715,32 @@ TEST(ShippedPolicy, RanksDriftingApartAreNotHeldAsEqual) {
   EXPECT_GE(sum / 4, 0.965);
 }
 
+// A spell on ranks whose step is mostly a fixed cost (configs/experiments/sim_fixed_cost_spells.yaml:
+// 4 ms a step and 0.02 ms a sample, ranks 2 and 3 2x slower for 60 steps). Following it takes them to
+// 8 samples, where a model through the origin reads the fixed cost as per-sample cost, so each way
+// back is forecast to gain a sample's worth, under the move floor: they stayed at 8 until step 1240
+// (seed 3). That forecast bounds their time from above, and they idle 20 % of the step, so growing
+// them cannot slow it (docs/AGENT.md item 31): by step 1200 they are back at 18-27 samples.
+TEST(ShippedPolicy, RanksFollowedDownToTheirFixedCostAreGrownBack) {
+  for (uint64_t seed = 3; seed <= 5; ++seed) {
+    SimConfig c = nodes_at({1, 1, 1, 1}, seed, 0.05);
+    c.workload.grad_bytes = 1e6, c.workload.bandwidth_gbps = 10, c.workload.latency_us = 50;
+    for (size_t i = 0; i < 4; ++i) c.alpha_s[i] = 0.004, c.beta_s[i] = 0.00002;
+    c.events = {{800, {2, 3}, 2.0, 60, 0}};
+    BatchBounds b = bounds(128);
+    b.min = 8;
+    ClusterSimulator sim(c, b, {32}, 20);
+    DynamixPolicy policy(shipped());
+    ClusterState s = sim.reset(&policy);
+    while (s.global.step < 1200) s = sim.step_window(policy.decide(s), &policy);
+    const int32_t least = std::min(s.nodes[2].batch_size, s.nodes[3].batch_size);
+    std::cout << "fixed-cost ranks after a spell, seed " << seed << ": plan at step " << s.global.step << " ["
+              << s.nodes[0].batch_size << ", " << s.nodes[1].batch_size << ", " << s.nodes[2].batch_size
+              << ", " << s.nodes[3].batch_size << "]\n";
+    EXPECT_GE(least, 16) << "seed " << seed;
+  }
+}
+
 // Interference that comes back: 2 of 16 ranks 3x slower for 20 of every 40 steps (window 10).
 // Following each phase, the plan was wrong for the steps each switch takes to reach a decision and
 // ran at 0.87 of the noiseless ideal throughput; holding the slow phase's share through the fast
