@@ -384,6 +384,10 @@ bool DynamixPolicy::keep_unpaid_move(const BalanceView& view, const std::vector<
   // error is not its risk.
   if (safe_growth(view, current, plan.batch_sizes, horizon) &&
       move_pays(view, current, plan.batch_sizes, horizon, cost, &gain) && gain > 0) {
+    plan.note += std::string(plan.note.empty() ? "" : "; ") + "move worth at least " +
+                 format_number("%.2f", gain) +
+                 " steps over the window: it grows only idle ranks, whose forecasts without a fixed cost "
+                 "bound their time from above: moved";
     return false;
   }
   if (move_pays(view, current, destination, horizon, bar, &gain)) {
