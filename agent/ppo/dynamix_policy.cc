@@ -473,7 +473,7 @@ bool DynamixPolicy::safe_growth(const BalanceView& view, const std::vector<int32
     if (next[i] <= current[i]) continue;
     if (!models_.prior_bounds_growth(i, next[i])) return false;
     const double se = models_.readings()[i].step_noise / std::sqrt(double(horizon));
-    const double room = 1 - std::max(kProbeIdle, kProbeNoiseZ * se);
+    const double room = 1 - std::max(kGrowIdle, kGrowNoiseZ * se);
     if (!(view.forecast[i].at(current[i]) <= room * slowest &&
           fitted[i].at(current[i]) <= room * slowest_fitted))
       return false;

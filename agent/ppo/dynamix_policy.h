@@ -135,11 +135,11 @@ class DynamixPolicy : public BatchPolicy {
                           const BatchBounds& bounds, int32_t horizon, BatchPlan& plan) const;
   // A move no step can be slower for (docs/AGENT.md item 31): it grows only ranks whose models
   // bound their time there from above (RankTimeModels::prior_bounds_growth), each idle under the
-  // slowest rank by kProbeIdle and kProbeNoiseZ standard errors of a window's mean.
+  // slowest rank by kGrowIdle and kGrowNoiseZ standard errors of a window's mean.
   bool safe_growth(const BalanceView& view, const std::vector<int32_t>& current,
                    const std::vector<int32_t>& next, int32_t horizon) const;
-  static constexpr double kProbeIdle = 0.1;
-  static constexpr double kProbeNoiseZ = 3;
+  static constexpr double kGrowIdle = 0.1;
+  static constexpr double kGrowNoiseZ = 3;
   // The offer test of both: true where `plan` does not beat `offered` by move_floor() over
   // `horizon` steps, and `why` then says so ("(RIVAL gains G steps ... under the F a move must gain)").
   bool offered_plan_holds(const BalanceView& view, const std::vector<int32_t>& offered, const BatchPlan& plan,
