@@ -460,10 +460,19 @@ bool DynamixPolicy::safe_growth(const BalanceView& view, const std::vector<int32
   // rank was clearly idle, the step cannot get slower than now.
   // Idle in the last window (the forecast) and over the rank's history (its model), so that a
   // window in which a rank's speed wandered up does not pass for room to grow.
+  // And only in a calm window: the room a spell or a change makes on the other ranks lasts as long as
+  // it does (a real run's first window, with a spell in it, and a spell read at its third step
+  // were both taken for room to grow).
   const size_t n = current.size();
   const std::vector<RankTimeModels::Model>& fitted = models_.models();
   if (view.forecast.size() != n || fitted.size() != n || next.size() != n || horizon < 1 || next == current)
     return false;
+  const std::vector<uint8_t>& disturbed = spell_watch_.disturbed();
+  for (size_t i = 0; i < n; ++i) {
+    const RankTimeModels::Reading& r = models_.readings()[i];
+    if (r.restarted || r.observations < kGrowHistory || (i < disturbed.size() && disturbed[i] != 0))
+      return false;
+  }
   double slowest = 0, slowest_fitted = 0;
   for (size_t i = 0; i < n; ++i) {
     slowest = std::max(slowest, view.forecast[i].at(current[i]));

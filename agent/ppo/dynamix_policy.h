@@ -135,11 +135,13 @@ class DynamixPolicy : public BatchPolicy {
                           const BatchBounds& bounds, int32_t horizon, BatchPlan& plan) const;
   // A move no step can be slower for (docs/AGENT.md item 31): it grows only ranks whose models
   // bound their time there from above (RankTimeModels::prior_bounds_growth), each idle under the
-  // slowest rank by kGrowIdle and kGrowNoiseZ standard errors of a window's mean.
+  // slowest rank by kGrowIdle and kGrowNoiseZ standard errors of a window's mean, in a window in
+  // which no rank's model restarted or saw a spell.
   bool safe_growth(const BalanceView& view, const std::vector<int32_t>& current,
                    const std::vector<int32_t>& next, int32_t horizon) const;
   static constexpr double kGrowIdle = 0.1;
   static constexpr double kGrowNoiseZ = 3;
+  static constexpr int32_t kGrowHistory = 2;  // windows every rank's model has seen, at least
   // The offer test of both: true where `plan` does not beat `offered` by move_floor() over
   // `horizon` steps, and `why` then says so ("(RIVAL gains G steps ... under the F a move must gain)").
   bool offered_plan_holds(const BalanceView& view, const std::vector<int32_t>& offered, const BatchPlan& plan,
