@@ -141,7 +141,7 @@ class DynamixPolicy : public BatchPolicy {
                    const std::vector<int32_t>& next, int32_t horizon) const;
   static constexpr double kGrowIdle = 0.1;
   static constexpr double kGrowNoiseZ = 3;
-  static constexpr int32_t kGrowHistory = 2;  // windows every rank's model has seen, at least
+  static constexpr int32_t kGrowHistory = 4;  // windows every rank's model has seen, at least
   // The offer test of both: true where `plan` does not beat `offered` by move_floor() over
   // `horizon` steps, and `why` then says so ("(RIVAL gains G steps ... under the F a move must gain)").
   bool offered_plan_holds(const BalanceView& view, const std::vector<int32_t>& offered, const BatchPlan& plan,
