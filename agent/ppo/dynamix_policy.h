@@ -136,7 +136,7 @@ class DynamixPolicy : public BatchPolicy {
   // A move no step can be slower for (docs/AGENT.md item 31): it grows only ranks whose models
   // bound their time there from above (RankTimeModels::prior_bounds_growth), each idle under the
   // slowest rank by kGrowIdle and kGrowNoiseZ standard errors of a window's mean, in a window in
-  // which no rank's model restarted or saw a spell.
+  // which no rank's model restarted or saw a spell and every model has kGrowHistory windows.
   bool safe_growth(const BalanceView& view, const std::vector<int32_t>& current,
                    const std::vector<int32_t>& next, int32_t horizon) const;
   static constexpr double kGrowIdle = 0.1;
