@@ -10,7 +10,9 @@
 # Each run writes OUTDIR/LABEL.K (its log LABEL.K.log), with every character of LABEL that a path
 # would misread (the / of a checkpoint path, a YAML flow value's spaces and braces) as _.
 # Each run has as many ranks as the config's batch.init list has entries (after the -- --set
-# overrides), or $DYNAMIX_NP.
+# overrides), or $DYNAMIX_NP. Each run's ranks see DYNAMIX_ROUND, its repetition (0, 1, ...): a
+# wrapper binary keys its own randomness to it, the same for every policy of a round and another in
+# the next (spells_rank.sh seeds its spells so).
 # Exits 1 if any run failed (the table then shows the runs that completed).
 # scripts/experiments/run_suite.py does the same over several scenarios and seeds, with CSV and
 # Markdown tables, ratios to static and the best heuristic, failure reports, and plots.
@@ -87,7 +89,7 @@ for ((r = 0; r < reps; r++)); do
     IFS=+ read -r -a kvs <<<"${sets[$i]}"
     for kv in "${kvs[@]}"; do own+=(--set "$kv"); done
     dir=$out/${stems[$i]}.$r
-    mpirun -np "$np" --oversubscribe --bind-to none "${bins[$i]}" train --config "$config" --overwrite \
+    DYNAMIX_ROUND=$r mpirun -np "$np" --oversubscribe --bind-to none "${bins[$i]}" train --config "$config" --overwrite \
       --set policy.name="${names[$i]}" --set output.dir="$dir" "${own[@]}" "${extra[@]}" >"$dir.log" 2>&1 ||
       { echo "run ${labels[$i]}.$r FAILED (exit $?; see $dir.log)"; failed=$((failed + 1)); }
     tail -n 1 "$dir.log"

@@ -4,14 +4,21 @@
 # pin_rank.sh pins it to its core (4 ranks on 2 cores: 0 0 1 1; DYNAMIX_CORES another layout) and
 # runs build/bin/dynamix there; rank 0 also starts cpu_spells.py on the last core for as long as it
 # lives, so the ranks pinned there slow down in spells (a neighbour's bursts). DYNAMIX_SPELLS adds
-# cpu_spells.py arguments (e.g. "--hogs 3 --on 0.25:0.4 --off 1.5:3 --seed 1"); DYNAMIX_SPELLS_LOG
-# names its log; DYNAMIX_BIN another dynamix binary.
+# cpu_spells.py arguments (e.g. "--hogs 3 --on 0.25:0.4 --off 1.5:3 --seed 1"); without a --seed
+# there, the spells' seed is compare_policies.sh's round plus 1 (DYNAMIX_ROUND; 1 outside it): one
+# schedule for all policies of a round, another in the next. With one seed for every run, a policy
+# whose evaluations happened to fall between spells was lucky in every run (static's runs, of
+# nearly equal timing, had 1-5 of 10 evaluations slowed by a spell, mean 2.2, dynamix's 2-9, 6.3).
+# DYNAMIX_SPELLS_LOG names its log; DYNAMIX_BIN another dynamix binary.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
 if ((rank == 0)); then
+  seed=()
+  [[ " ${DYNAMIX_SPELLS:-} " == *" --seed "* || " ${DYNAMIX_SPELLS:-}" == *" --seed="* ]] ||
+    seed=(--seed $((${DYNAMIX_ROUND:-0} + 1)))
   # shellcheck disable=SC2086  # DYNAMIX_SPELLS is a list of arguments
   python3 "$here/cpu_spells.py" --pid $$ --cpus $(($(nproc) - 1)) \
-    ${DYNAMIX_SPELLS:-} ${DYNAMIX_SPELLS_LOG:+--log "$DYNAMIX_SPELLS_LOG"} &
+    ${DYNAMIX_SPELLS:-} "${seed[@]}" ${DYNAMIX_SPELLS_LOG:+--log "$DYNAMIX_SPELLS_LOG"} &
 fi
 exec "$here/pin_rank.sh" "$@"
