@@ -206,6 +206,13 @@ bool levels_spread_beyond_noise(const std::vector<double>& level, double noise_v
   return squares / noise_var > chi_square_bar(n - 1, z);
 }
 
+// Every level within `half_width` of their median (NaN levels are not).
+bool levels_near_median(const std::vector<double>& level, double half_width) {
+  const double center = median(level);
+  return std::all_of(level.begin(), level.end(),
+                     [&](double l) { return std::fabs(l - center) <= half_width; });
+}
+
 // Under tracking the hold reads the last windows' levels against persistence's forecast error,
 // which drifting ranks inflate: three ranks 2-3x apart in a slow, deep drift (5-step windows at
 // 24 % step noise) passed for equal and were held, 2.4 % behind proportional (random suite 30,
@@ -221,8 +228,7 @@ bool fitted_levels_agree(const ClusterState& s, const RankTimeModels& models, do
     level[i] = std::log(models.models()[i].at(global_batch / double(n)));
     variance[i] = level_variance_of_steps(models, s.nodes[i], i);
   }
-  const double center = median(level), bar = kApart * z * std::sqrt(median(variance)) + kWander;
-  return std::all_of(level.begin(), level.end(), [&](double l) { return std::fabs(l - center) <= bar; });
+  return levels_near_median(level, kApart * z * std::sqrt(median(variance)) + kWander);
 }
 
 bool hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, double global_batch,
@@ -246,11 +252,9 @@ bool hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, 
     b_now += b;
   }
   if (std::fabs(b_now - global_batch) > 0.5) return false;
-  const double center = median(level), z = extremes_z(n), noise_var = median(variance);
+  const double z = extremes_z(n), noise_var = median(variance);
   const double bar = z * std::sqrt(noise_var);
-  for (size_t i = 0; i < n; ++i) {
-    if (!(std::fabs(level[i] - center) <= kApart * bar)) return false;
-  }
+  if (!levels_near_median(level, kApart * bar)) return false;
   if (levels_spread_beyond_noise(level, noise_var, kApart * z)) return false;
   if (tracking && !fitted_levels_agree(s, models, global_batch, z)) return false;
   // Judged after the tests above: under weighed noise each judgement is an E[max] over the ranks.
