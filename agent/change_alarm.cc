@@ -2,6 +2,8 @@
 #include "agent/change_alarm.h"
 
 #include <cmath>
+#include <cstddef>
+#include <numeric>
 #include <string>
 #include <utility>
 
@@ -9,6 +11,16 @@
 #include "framework/core/stats.h"
 
 namespace dynamix {
+namespace {
+
+// The mean of the last quarter of `steps` (the decision's compute_recent_s, recent_steps).
+double recent_mean(const std::vector<double>& steps) {
+  const auto k = static_cast<size_t>(recent_steps(static_cast<int64_t>(steps.size())));
+  return std::accumulate(steps.end() - static_cast<std::ptrdiff_t>(k), steps.end(), 0.0) /
+         static_cast<double>(k);
+}
+
+}  // namespace
 
 ChangeAlarm::ChangeAlarm(Options options) : options_(options) {
   DYNAMIX_CHECK(options_.factor > 1, "change alarm: factor must be > 1");
@@ -16,11 +28,18 @@ ChangeAlarm::ChangeAlarm(Options options) : options_(options) {
   DYNAMIX_CHECK(options_.confirm >= 0, "change alarm: confirm must be >= 0");
 }
 
-void ChangeAlarm::arm(std::vector<double> expected_s) {
+void ChangeAlarm::arm(std::vector<double> expected_s, std::vector<bool> by_recent) {
+  DYNAMIX_CHECK(by_recent.empty() || expected_s.empty() || by_recent.size() == expected_s.size(),
+                "change alarm: " + std::to_string(by_recent.size()) + " recent-quarter flags for " +
+                    std::to_string(expected_s.size()) + " ranks");
   expected_ = std::move(expected_s);
+  by_recent_ = std::move(by_recent);
+  by_recent_.resize(expected_.size(), false);
   outside_.assign(expected_.size(), 0);
   sum_.assign(expected_.size(), 0.0);
+  steps_.assign(expected_.size(), {});
   observed_ = 0;
+  deferred_ = 0;
   armed_ = !expected_.empty();
 }
 
@@ -30,18 +49,26 @@ bool ChangeAlarm::observe(const std::vector<double>& compute_s) {
                                                           " compute times for " +
                                                           std::to_string(expected_.size()) + " ranks");
   ++observed_;
-  bool fired = false;
+  bool fired = false, by_quarter = false, unconfirmed = false;
   for (size_t i = 0; i < expected_.size(); ++i) {
     const double e = expected_[i];
     const double t = compute_s[i];
     const bool usable = e > 0 && std::isfinite(e) && t > 0 && std::isfinite(t);
     const bool outside = usable && (t > e * options_.factor || t * options_.factor < e);
     sum_[i] += usable ? t : e;  // an unusable step counts as expected
+    if (by_recent_[i]) steps_[i].push_back(usable ? t : e);
     outside_[i] = outside ? outside_[i] + 1 : 0;
-    const bool confirmed =
-        options_.confirm == 0 || off_by_more_than(sum_[i] / observed_, e, options_.confirm);
-    fired = fired || (outside_[i] >= options_.steps && confirmed);
+    const bool by_mean = options_.confirm == 0 || off_by_more_than(sum_[i] / observed_, e, options_.confirm);
+    const bool by_recent = by_recent_[i] && off_by_more_than(recent_mean(steps_[i]), e, options_.confirm);
+    fired = fired || (outside_[i] >= options_.steps && by_mean);
+    by_quarter = by_quarter || (outside_[i] >= options_.steps && by_recent);
+    unconfirmed = unconfirmed || (outside_[i] > 0 && !by_mean && !by_recent);
   }
+  // A change confirmed by the quarter alone waits, up to `steps` steps, for other ranks' changes
+  // still unconfirmed: a group's return and the next group's slowdown come together in a moving
+  // wave, and a decision on the return alone left the slowdown to the window's end (+0.6 %).
+  deferred_ = by_quarter && !fired && unconfirmed && deferred_ < options_.steps ? deferred_ + 1 : deferred_;
+  fired = fired || (by_quarter && (!unconfirmed || deferred_ >= options_.steps));
   if (fired) armed_ = false;  // once per decision: the next decision re-arms it
   return fired;
 }

@@ -27,8 +27,13 @@ class ChangeAlarm {
   static double latency_steps() { return Options{}.steps + 1; }
 
   // After a decision: each rank's expected compute time per step under the new plan (seconds; a
-  // value <= 0 or non-finite never alarms). An empty vector disarms the alarm.
-  void arm(std::vector<double> expected_s);
+  // value <= 0 or non-finite never alarms). An empty vector disarms the alarm. `by_recent` (one
+  // flag per rank, or empty): ranks the next decision judges by the window's last quarter (a rank
+  // in a slowdown, whose return RankTimeModels reads there), confirmed by that quarter's mean too.
+  // Their mean since the arming mixes the slowdown's last steps with the speed back: a rank
+  // followed at a spell's end ran at a third of its expected time for 12 steps before the mean
+  // confirmed it, at a plan that gave it half its share.
+  void arm(std::vector<double> expected_s, std::vector<bool> by_recent = {});
   // One step's compute times, one per rank. True once per arming, at the step that shows a change.
   bool observe(const std::vector<double>& compute_s);
   bool armed() const { return armed_; }
@@ -38,7 +43,10 @@ class ChangeAlarm {
   std::vector<double> expected_;
   std::vector<int32_t> outside_;  // consecutive steps each rank has been outside the band
   std::vector<double> sum_;       // each rank's compute time summed since the arming
-  int32_t observed_ = 0;          // steps since the arming
+  std::vector<bool> by_recent_;
+  std::vector<std::vector<double>> steps_;  // the compute times since the arming of by_recent ranks
+  int32_t observed_ = 0;                    // steps since the arming
+  int32_t deferred_ = 0;                    // steps a change confirmed by a quarter has waited
   bool armed_ = false;
 };
 

@@ -58,6 +58,14 @@ RankTimeModels::Options model_options(const RuleSet& rules) {
   return o;
 }
 
+// The ranks whose models are of a slowdown: the next decision reads their return by the window's
+// last quarter, and so does the alarm (ChangeAlarm::arm).
+std::vector<bool> in_slowdown(const RankTimeModels& models) {
+  std::vector<bool> slowed(models.models().size());
+  for (size_t i = 0; i < slowed.size(); ++i) slowed[i] = models.in_slowdown(i);
+  return slowed;
+}
+
 // The alarm asks only where the mean since the last decision shows the change as the models'
 // restart rule would (RankTimeModels::Options::change_threshold).
 ChangeAlarm::Options alarm_options() {
@@ -358,7 +366,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     }
     prev_batches_ = current;
     last_safe_ = plan.batch_sizes;
-    alarm_.arm(expected_compute(plan.batch_sizes));
+    alarm_.arm(expected_compute(plan.batch_sizes), in_slowdown(models_));
     spell_watch_.arm(models_, plan.batch_sizes);
     return plan;
   } catch (const std::exception& e) {

@@ -67,6 +67,48 @@ TEST(ChangeAlarm, WithConfirmTheMeanSinceTheArmingMustShowTheChange) {
   EXPECT_EQ(first_alarm(plain, {0.03, 0.03}, 1, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2.5, 2.5, 2.5}), 13);
 }
 
+// A rank followed in its slowdown is judged by the last quarter of the steps since the arming too:
+// 3 more slow steps, then back at a third of the slow model's time, which the mean since the
+// arming confirms only at the 9th fast step (the quarter at the 3rd; rank 0, not so flagged,
+// waits as before). The flags must match the ranks.
+TEST(ChangeAlarm, ARankInASlowdownIsConfirmedByTheRecentQuarter) {
+  ChangeAlarm::Options o;
+  o.confirm = 0.5;
+  const std::vector<double> f = {1, 1, 1, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33};
+  ChangeAlarm recent(o);
+  recent.arm({0.03, 0.09}, {false, true});
+  EXPECT_EQ(first_alarm(recent, {0.03, 0.09}, 1, f), 6);
+  ChangeAlarm whole(o);
+  whole.arm({0.03, 0.09});
+  EXPECT_EQ(first_alarm(whole, {0.03, 0.09}, 1, f), 12);
+  ChangeAlarm other(o);
+  other.arm({0.09, 0.03}, {false, true});
+  EXPECT_EQ(first_alarm(other, {0.09, 0.03}, 0, f), 12);
+  EXPECT_THROW(other.arm({0.03, 0.09}, {true}), Error);
+}
+
+// A return confirmed by the quarter alone waits for another rank's change that the mean does not
+// confirm yet, up to 3 steps (a moving wave: one group back, the next slowed, at the same step).
+// After 10 steps as expected, rank 1 returns to a third of its time; rank 0 stays, slows 2.5x (its
+// mean since the arming reaches 1.5x only at the sixth slow step) or slows 4x (confirmed at the
+// third).
+TEST(ChangeAlarm, AReturnByTheQuarterWaitsForAnotherRanksChange) {
+  ChangeAlarm::Options o;
+  o.confirm = 0.5;
+  auto fired_at = [&](double other) {
+    ChangeAlarm alarm(o);
+    alarm.arm({0.03, 0.09}, {false, true});
+    for (int s = 1; s <= 30; ++s) {
+      const bool after = s > 10;
+      if (alarm.observe({0.03 * (after ? other : 1.0), 0.09 * (after ? 0.33 : 1.0)})) return s - 10;
+    }
+    return 0;
+  };
+  EXPECT_EQ(fired_at(1.0), 3);
+  EXPECT_EQ(fired_at(2.5), 5);
+  EXPECT_EQ(fired_at(4.0), 3);
+}
+
 TEST(ChangeAlarm, FiresOncePerArming) {
   ChangeAlarm alarm;
   alarm.arm({1.0});
