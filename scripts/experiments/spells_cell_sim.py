@@ -52,6 +52,10 @@ def main():
     if a.seeds < 1:
         sys.exit("spells_cell_sim.py: --seeds must be at least 1")
     os.makedirs(a.outdir, exist_ok=True)
+    held = [f for f in os.listdir(a.outdir) if f.endswith(".yaml")]
+    if held:
+        sys.exit(f"spells_cell_sim.py: {a.outdir} already holds {len(held)} scenario files "
+                 "(they would join this draw in every later eval)")
     for seed in range(a.first, a.first + a.seeds):
         with open(os.path.join(a.outdir, f"spells_cell_s{seed:03d}.yaml"), "w") as f:
             f.write(scenario(seed))
