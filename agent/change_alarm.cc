@@ -28,16 +28,17 @@ ChangeAlarm::ChangeAlarm(Options options) : options_(options) {
   DYNAMIX_CHECK(options_.confirm >= 0, "change alarm: confirm must be >= 0");
 }
 
-void ChangeAlarm::arm(std::vector<double> expected_s, std::vector<bool> by_recent) {
-  DYNAMIX_CHECK(by_recent.empty() || expected_s.empty() || by_recent.size() == expected_s.size(),
-                "change alarm: " + std::to_string(by_recent.size()) + " recent-quarter flags for " +
+void ChangeAlarm::arm(std::vector<double> expected_s, std::vector<bool> slowed) {
+  DYNAMIX_CHECK(slowed.empty() || expected_s.empty() || slowed.size() == expected_s.size(),
+                "change alarm: " + std::to_string(slowed.size()) + " slowed-rank flags for " +
                     std::to_string(expected_s.size()) + " ranks");
   expected_ = std::move(expected_s);
-  by_recent_ = std::move(by_recent);
-  by_recent_.resize(expected_.size(), false);
+  slowed_ = std::move(slowed);
+  slowed_.resize(expected_.size(), false);
   outside_.assign(expected_.size(), 0);
   sum_.assign(expected_.size(), 0.0);
-  steps_.assign(expected_.size(), {});
+  steps_.resize(expected_.size());
+  for (auto& v : steps_) v.clear();  // kept: no allocation per step once a window has run
   observed_ = 0;
   deferred_ = 0;
   armed_ = !expected_.empty();
@@ -49,27 +50,36 @@ bool ChangeAlarm::observe(const std::vector<double>& compute_s) {
                                                           " compute times for " +
                                                           std::to_string(expected_.size()) + " ranks");
   ++observed_;
-  bool fired = false, by_quarter = false, unconfirmed = false;
+  bool fired = false, by_quarter = false, pending = false;
+  confirmed_.assign(expected_.size(), false);
   for (size_t i = 0; i < expected_.size(); ++i) {
     const double e = expected_[i];
     const double t = compute_s[i];
     const bool usable = e > 0 && std::isfinite(e) && t > 0 && std::isfinite(t);
     const bool outside = usable && (t > e * options_.factor || t * options_.factor < e);
     sum_[i] += usable ? t : e;  // an unusable step counts as expected
-    if (by_recent_[i]) steps_[i].push_back(usable ? t : e);
+    if (options_.recent) steps_[i].push_back(usable ? t : e);
     outside_[i] = outside ? outside_[i] + 1 : 0;
     const bool by_mean = options_.confirm == 0 || off_by_more_than(sum_[i] / observed_, e, options_.confirm);
-    const bool by_recent = by_recent_[i] && off_by_more_than(recent_mean(steps_[i]), e, options_.confirm);
-    fired = fired || (outside_[i] >= options_.steps && by_mean);
-    by_quarter = by_quarter || (outside_[i] >= options_.steps && by_recent);
-    unconfirmed = unconfirmed || (outside_[i] > 0 && !by_mean && !by_recent);
+    const bool quarter = slowed_[i] || recent_steps(observed_) >= options_.steps;
+    const bool by_recent = options_.recent && options_.confirm > 0 && quarter &&
+                           off_by_more_than(recent_mean(steps_[i]), e, options_.confirm);
+    const bool held = outside_[i] >= options_.steps;
+    confirmed_[i] = outside_[i] > 0 && (by_mean || by_recent);  // a change under way that shows
+    fired = fired || (held && by_mean);
+    by_quarter = by_quarter || (held && by_recent);
+    pending = pending || (outside_[i] > 0 && !confirmed_[i]);
   }
-  // A change confirmed by the quarter alone waits, up to `steps` steps, for other ranks' changes
-  // still unconfirmed: a group's return and the next group's slowdown come together in a moving
-  // wave, and a decision on the return alone left the slowdown to the window's end (+0.6 %).
-  deferred_ = by_quarter && !fired && unconfirmed && deferred_ < options_.steps ? deferred_ + 1 : deferred_;
-  fired = fired || (by_quarter && (!unconfirmed || deferred_ >= options_.steps));
-  if (fired) armed_ = false;  // once per decision: the next decision re-arms it
+  // A change confirmed by the quarter alone waits, up to `steps` steps, for other ranks outside
+  // the band whose change does not show yet: changes of several ranks a step or two apart are
+  // answered by one decision (in a moving wave one group returns as the next slows; a decision on
+  // the return alone left the slowdown to the window's end, +0.8 % there).
+  deferred_ = by_quarter && !fired && pending && deferred_ < options_.steps ? deferred_ + 1 : deferred_;
+  fired = fired || (by_quarter && (!pending || deferred_ >= options_.steps));
+  if (fired) {
+    armed_ = false;  // once per decision: the next decision re-arms it
+    fired_ranks_ = confirmed_;
+  }
   return fired;
 }
 

@@ -19,6 +19,17 @@ class ChangeAlarm {
     // mean does not show the change would keep the plan (DynamixPolicy) and only cut the window
     // short. Under drifting speeds, 3 slow steps late in a window did that every few windows.
     double confirm = 0;
+    // With confirm: the mean of the last quarter of the steps since the arming (recent_steps, the
+    // window's compute_recent_s at the decision) confirms a change too, where the quarter holds
+    // `steps` steps or more, or at any length for the ranks arm() names (a rank in a slowdown,
+    // whose return RankTimeModels reads by the quarter); the decision reads the ranks that fired
+    // by that quarter (fired_ranks(), RankTimeModels::observe). The mean since the arming lags a
+    // change late in a long window, and one just after a decision that followed a spell holds its
+    // last slow steps: real runs saw spells of 6-9 steps 5-6 steps in, and their ends 12-16 steps
+    // late, at a plan that gave the spell's ranks half their share. A quarter of one or two steps
+    // is read only for those ranks: at 24 % step noise and windows of 5, models restarted from a
+    // single step cost up to 0.7 % on random clusters.
+    bool recent = false;
   };
   ChangeAlarm() : ChangeAlarm(Options{}) {}
   explicit ChangeAlarm(Options options);
@@ -27,24 +38,25 @@ class ChangeAlarm {
   static double latency_steps() { return Options{}.steps + 1; }
 
   // After a decision: each rank's expected compute time per step under the new plan (seconds; a
-  // value <= 0 or non-finite never alarms). An empty vector disarms the alarm. `by_recent` (one
-  // flag per rank, or empty): ranks the next decision judges by the window's last quarter (a rank
-  // in a slowdown, whose return RankTimeModels reads there), confirmed by that quarter's mean too.
-  // Their mean since the arming mixes the slowdown's last steps with the speed back: a rank
-  // followed at a spell's end ran at a third of its expected time for 12 steps before the mean
-  // confirmed it, at a plan that gave it half its share.
-  void arm(std::vector<double> expected_s, std::vector<bool> by_recent = {});
+  // value <= 0 or non-finite never alarms). An empty vector disarms the alarm. `slowed` (one flag
+  // per rank, or empty): the ranks whose quarter confirms at any length (Options::recent).
+  void arm(std::vector<double> expected_s, std::vector<bool> slowed = {});
   // One step's compute times, one per rank. True once per arming, at the step that shows a change.
   bool observe(const std::vector<double>& compute_s);
   bool armed() const { return armed_; }
+  // The ranks outside the band whose mean since the arming, or whose last quarter (recent), shows
+  // the change, at the step that fired (empty before the first).
+  const std::vector<bool>& fired_ranks() const { return fired_ranks_; }
 
  private:
   Options options_;
   std::vector<double> expected_;
   std::vector<int32_t> outside_;  // consecutive steps each rank has been outside the band
   std::vector<double> sum_;       // each rank's compute time summed since the arming
-  std::vector<bool> by_recent_;
-  std::vector<std::vector<double>> steps_;  // the compute times since the arming of by_recent ranks
+  std::vector<bool> slowed_;
+  std::vector<bool> confirmed_;  // this step: outside the band, the change showing
+  std::vector<bool> fired_ranks_;
+  std::vector<std::vector<double>> steps_;  // each rank's compute times since the arming (recent)
   int32_t observed_ = 0;                    // steps since the arming
   int32_t deferred_ = 0;                    // steps a change confirmed by a quarter has waited
   bool armed_ = false;

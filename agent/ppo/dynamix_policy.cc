@@ -59,18 +59,20 @@ RankTimeModels::Options model_options(const RuleSet& rules) {
 }
 
 // The ranks whose models are of a slowdown: the next decision reads their return by the window's
-// last quarter, and so does the alarm (ChangeAlarm::arm).
+// last quarter however short (RankTimeModels, items 24 and 26), and so does the alarm.
 std::vector<bool> in_slowdown(const RankTimeModels& models) {
   std::vector<bool> slowed(models.models().size());
   for (size_t i = 0; i < slowed.size(); ++i) slowed[i] = models.in_slowdown(i);
   return slowed;
 }
 
-// The alarm asks only where the mean since the last decision shows the change as the models'
-// restart rule would (RankTimeModels::Options::change_threshold).
+// The alarm asks only where the mean since the last decision, or its last quarter, shows the change
+// as the models' restart rule would (RankTimeModels::Options::change_threshold); the decision reads
+// the ranks it reported by that quarter (docs/AGENT.md item 32).
 ChangeAlarm::Options alarm_options() {
   ChangeAlarm::Options o;
   o.confirm = RankTimeModels::Options{}.change_threshold;
+  o.recent = true;
   return o;
 }
 
@@ -244,7 +246,8 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
       spell_watch_.reset();
       slowdown_return_.reset();
     }
-    models_.observe(s, &spell_watch_.disturbed());
+    const std::vector<bool> alarmed = asked_by_alarm ? alarm_.fired_ranks() : std::vector<bool>{};
+    models_.observe(s, &spell_watch_.disturbed(), &alarmed);
     // A decision the change alarm asked for moves only where the window's mean confirms a change
     // (some rank's model restarted): a few slow steps that the mean does not bear out were noise,
     // and a short window's split would chase it (a homogeneous run moved a rank to 35 of 32 for

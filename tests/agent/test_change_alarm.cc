@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <vector>
 
 #include "agent/change_alarm.h"
 #include "framework/core/error.h"
@@ -67,46 +69,62 @@ TEST(ChangeAlarm, WithConfirmTheMeanSinceTheArmingMustShowTheChange) {
   EXPECT_EQ(first_alarm(plain, {0.03, 0.03}, 1, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2.5, 2.5, 2.5}), 13);
 }
 
-// A rank followed in its slowdown is judged by the last quarter of the steps since the arming too:
-// 3 more slow steps, then back at a third of the slow model's time, which the mean since the
-// arming confirms only at the 9th fast step (the quarter at the 3rd; rank 0, not so flagged,
-// waits as before). The flags must match the ranks.
-TEST(ChangeAlarm, ARankInASlowdownIsConfirmedByTheRecentQuarter) {
+// With `recent`, the mean of the last quarter of the steps since the arming confirms a change too:
+// a 2.4x slowdown after 10 steps as expected fires at its third step (a quarter of 3 steps), not
+// its sixth. A quarter shorter than 3 steps confirms only for a rank arm() names as slowed: one
+// back at a third of its expected time after 3 more slow steps (a spell's end just after the
+// decision that followed it) fires at its third fast step where flagged, at the ninth (the mean
+// since the arming) where not. fired_ranks() names the rank.
+TEST(ChangeAlarm, WithRecentTheLastQuarterConfirmsAChangeToo) {
   ChangeAlarm::Options o;
   o.confirm = 0.5;
-  const std::vector<double> f = {1, 1, 1, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33};
-  ChangeAlarm recent(o);
-  recent.arm({0.03, 0.09}, {false, true});
-  EXPECT_EQ(first_alarm(recent, {0.03, 0.09}, 1, f), 6);
-  ChangeAlarm whole(o);
-  whole.arm({0.03, 0.09});
-  EXPECT_EQ(first_alarm(whole, {0.03, 0.09}, 1, f), 12);
-  ChangeAlarm other(o);
-  other.arm({0.09, 0.03}, {false, true});
-  EXPECT_EQ(first_alarm(other, {0.09, 0.03}, 0, f), 12);
-  EXPECT_THROW(other.arm({0.03, 0.09}, {true}), Error);
+  ChangeAlarm::Options r = o;
+  r.recent = true;
+  const std::vector<double> back = {1, 1, 1, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33, 0.33};
+  std::vector<double> slow(10, 1.0);
+  slow.insert(slow.end(), 8, 2.4);
+  const std::vector<bool> none, slowed = {false, true};
+  for (const auto& [f, flags, with, without] :
+       {std::tuple{slow, none, 13, 16}, std::tuple{back, slowed, 6, 12}, std::tuple{back, none, 12, 12}}) {
+    ChangeAlarm recent(r), whole(o);
+    recent.arm({0.03, 0.09}, flags);
+    whole.arm({0.03, 0.09});
+    EXPECT_EQ(first_alarm(recent, {0.03, 0.09}, 1, f), with);
+    EXPECT_EQ(recent.fired_ranks(), std::vector<bool>({false, true}));
+    EXPECT_EQ(first_alarm(whole, {0.03, 0.09}, 1, f), without);
+  }
+  ChangeAlarm wrong(r);
+  EXPECT_THROW(wrong.arm({0.03, 0.09}, {true}), Error);
 }
 
-// A return confirmed by the quarter alone waits for another rank's change that the mean does not
-// confirm yet, up to 3 steps (a moving wave: one group back, the next slowed, at the same step).
-// After 10 steps as expected, rank 1 returns to a third of its time; rank 0 stays, slows 2.5x (its
-// mean since the arming reaches 1.5x only at the sixth slow step) or slows 4x (confirmed at the
-// third).
-TEST(ChangeAlarm, AReturnByTheQuarterWaitsForAnotherRanksChange) {
+// A change confirmed by the quarter alone waits, up to 3 steps, for another rank outside the band
+// whose change does not show yet. After 10 steps as expected, rank 1 is back at a third of its
+// time; rank 0 stays (fires at rank 1's third step), slows 2.2x two steps later (fires at its
+// second slow step, where its quarter shows it, both ranks named), or takes one slow step (fires
+// once it is back inside).
+TEST(ChangeAlarm, AChangeByTheQuarterWaitsForAnotherRanksChangeUnderWay) {
   ChangeAlarm::Options o;
   o.confirm = 0.5;
-  auto fired_at = [&](double other) {
+  o.recent = true;
+  auto fired_at = [&](int32_t first, int32_t last, std::vector<bool>* ranks) {
     ChangeAlarm alarm(o);
-    alarm.arm({0.03, 0.09}, {false, true});
-    for (int s = 1; s <= 30; ++s) {
-      const bool after = s > 10;
-      if (alarm.observe({0.03 * (after ? other : 1.0), 0.09 * (after ? 0.33 : 1.0)})) return s - 10;
+    alarm.arm({0.03, 0.09});
+    for (int32_t s = 1; s <= 30; ++s) {
+      const double other = s >= first && s <= last ? 2.2 : 1.0;
+      if (alarm.observe({0.03 * other, 0.09 * (s > 10 ? 0.33 : 1.0)})) {
+        *ranks = alarm.fired_ranks();
+        return s - 10;
+      }
     }
     return 0;
   };
-  EXPECT_EQ(fired_at(1.0), 3);
-  EXPECT_EQ(fired_at(2.5), 5);
-  EXPECT_EQ(fired_at(4.0), 3);
+  std::vector<bool> ranks;
+  EXPECT_EQ(fired_at(100, 100, &ranks), 3);
+  EXPECT_EQ(ranks, std::vector<bool>({false, true}));
+  EXPECT_EQ(fired_at(13, 100, &ranks), 4);
+  EXPECT_EQ(ranks, std::vector<bool>({true, true}));
+  EXPECT_EQ(fired_at(13, 13, &ranks), 4);
+  EXPECT_EQ(ranks, std::vector<bool>({false, true}));
 }
 
 TEST(ChangeAlarm, FiresOncePerArming) {
