@@ -25,8 +25,8 @@ class ChangeAlarm {
     // whose return RankTimeModels reads by the quarter); the decision reads the ranks that fired
     // by that quarter (fired_ranks(), RankTimeModels::observe). The mean since the arming lags a
     // change late in a long window, and one just after a decision that followed a spell holds its
-    // last slow steps: real runs saw spells of 6-9 steps 5-6 steps in, and their ends 12-16 steps
-    // late, at a plan that gave the spell's ranks half their share. A quarter of one or two steps
+    // last slow steps: real runs saw spells of 6-9 steps 4-6 steps in, and some of their ends
+    // 12-16 steps late, at a plan that gave the spell's ranks half their share. A quarter of one or two steps
     // is read only for those ranks: at 24 % step noise and windows of 5, models restarted from a
     // single step cost up to 0.7 % on random clusters.
     bool recent = false;
