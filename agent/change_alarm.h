@@ -22,13 +22,11 @@ class ChangeAlarm {
     // With confirm: the mean of the last quarter of the steps since the arming (recent_steps, the
     // window's compute_recent_s at the decision) confirms a change too, where the quarter holds
     // `steps` steps or more, or at any length for the ranks arm() names (a rank in a slowdown,
-    // whose return RankTimeModels reads by the quarter); the decision reads the ranks that fired
-    // by that quarter (fired_ranks(), RankTimeModels::observe). The mean since the arming lags a
-    // change late in a long window, and one just after a decision that followed a spell holds its
-    // last slow steps: real runs saw spells of 6-9 steps 4-6 steps in, and some of their ends
-    // 12-16 steps late, at a plan that gave the spell's ranks half their share. A quarter of one or two steps
-    // is read only for those ranks: at 24 % step noise and windows of 5, models restarted from a
-    // single step cost up to 0.7 % on random clusters.
+    // whose return RankTimeModels reads by the quarter). The mean since the arming lags a change
+    // late in a long window, and one just after a decision that followed a spell holds its last
+    // slow steps: real runs saw spells of 6-9 steps 4-6 steps in, and some of their ends 12-16
+    // steps late, at a plan that gave the spell's ranks half their share. DynamixPolicy reads the
+    // ranks that fired (fired_ranks()) by the same quarter where it holds `steps` steps.
     bool recent = false;
   };
   ChangeAlarm() : ChangeAlarm(Options{}) {}

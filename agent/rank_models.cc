@@ -124,8 +124,7 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
         // A large misprediction means the rank changed (slowdown, interference): start afresh, or
         // (Options::spells) resume the history from before a slowdown that ended.
         const bool fresh = options_.spells && h.size() == 1 && h.front().after_restart;
-        const bool by_alarm = alarmed && i < alarmed->size() && (*alarmed)[i] &&
-                              recent_steps(std::max<int64_t>(r.steps, 1)) >= kAlarmQuarterSteps;
+        const bool by_alarm = alarmed && i < alarmed->size() && (*alarmed)[i];
         const bool recent = (fresh || by_alarm) && has_recent(r);
         const double measured = recent ? r.compute_recent_s : r.compute_s;
         const bool ended = options_.spells && (spell_flags(spells, i) & kSpellEnded);

@@ -81,11 +81,9 @@ class RankTimeModels {
   // wandering speeds raised the move floor and turned tracking on). A slowdown over by the window's
   // end does not restart the model (followed, it left a rank at a third of its share).
   static constexpr uint8_t kSpellSeen = 1, kSpellBegan = 2, kSpellEnded = 4;
-  static constexpr int64_t kAlarmQuarterSteps = 3;  // the change alarm's steps
-  // `alarmed` (optional, one flag per rank, ChangeAlarm::fired_ranks): the change alarm reported
-  // the rank's change inside this window, by the window's last quarter perhaps: where that quarter
-  // holds kAlarmQuarterSteps steps or more, its misprediction is read by it (compute_recent_s), as
-  // a model one window old after a restart is.
+  // `alarmed` (optional, one flag per rank): the change alarm reported the rank's change inside
+  // this window, late in it perhaps: its misprediction is read by the window's last quarter
+  // (compute_recent_s), as a model one window old after a restart is.
   void observe(const ClusterState& state, const std::vector<uint8_t>* spells = nullptr,
                const std::vector<bool>* alarmed = nullptr);
   bool ready() const;  // every rank has a valid model
