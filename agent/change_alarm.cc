@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <deque>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -13,11 +14,9 @@
 namespace dynamix {
 namespace {
 
-// The mean of the last quarter of `steps` (the decision's compute_recent_s, recent_steps).
-double recent_mean(const std::vector<double>& steps) {
-  const auto k = static_cast<size_t>(recent_steps(static_cast<int64_t>(steps.size())));
-  return std::accumulate(steps.end() - static_cast<std::ptrdiff_t>(k), steps.end(), 0.0) /
-         static_cast<double>(k);
+// The mean of `quarter`, oldest first (the decision's compute_recent_s sums the same way).
+double mean_of(const std::deque<double>& quarter) {
+  return std::accumulate(quarter.begin(), quarter.end(), 0.0) / static_cast<double>(quarter.size());
 }
 
 }  // namespace
@@ -37,12 +36,21 @@ void ChangeAlarm::arm(std::vector<double> expected_s, std::vector<bool> slowed) 
   slowed_.resize(expected_.size(), false);
   outside_.assign(expected_.size(), 0);
   sum_.assign(expected_.size(), 0.0);
-  steps_.resize(expected_.size());
-  for (auto& v : steps_) v.clear();  // kept: no allocation per step once a window has run
+  quarter_.resize(expected_.size());
+  for (auto& q : quarter_) q.clear();
   observed_ = 0;
   deferred_ = 0;
   armed_ = !expected_.empty();
 }
+
+void ChangeAlarm::keep_quarter(std::deque<double>& quarter, double t) const {
+  // The last recent_steps(observed_) steps: that count grows by one every 4 steps, so the oldest
+  // step leaves on the others, and a rank keeps a quarter of the steps since the arming.
+  quarter.push_back(t);
+  while (quarter.size() > static_cast<size_t>(recent_steps(observed_))) quarter.pop_front();
+}
+
+bool ChangeAlarm::quarter_readable(int64_t steps) const { return recent_steps(steps) >= options_.steps; }
 
 bool ChangeAlarm::observe(const std::vector<double>& compute_s) {
   if (!armed_) return false;
@@ -58,12 +66,13 @@ bool ChangeAlarm::observe(const std::vector<double>& compute_s) {
     const bool usable = e > 0 && std::isfinite(e) && t > 0 && std::isfinite(t);
     const bool outside = usable && (t > e * options_.factor || t * options_.factor < e);
     sum_[i] += usable ? t : e;  // an unusable step counts as expected
-    if (options_.recent) steps_[i].push_back(usable ? t : e);
+    if (options_.recent) keep_quarter(quarter_[i], usable ? t : e);
     outside_[i] = outside ? outside_[i] + 1 : 0;
     const bool by_mean = options_.confirm == 0 || off_by_more_than(sum_[i] / observed_, e, options_.confirm);
-    const bool quarter = slowed_[i] || recent_steps(observed_) >= options_.steps;
-    const bool by_recent = options_.recent && options_.confirm > 0 && quarter &&
-                           off_by_more_than(recent_mean(steps_[i]), e, options_.confirm);
+    // Only a rank outside the band can confirm a change: the quarter is summed for those alone.
+    const bool by_recent = options_.recent && options_.confirm > 0 && outside_[i] > 0 &&
+                           (slowed_[i] || quarter_readable(observed_)) &&
+                           off_by_more_than(mean_of(quarter_[i]), e, options_.confirm);
     const bool held = outside_[i] >= options_.steps;
     confirmed_[i] = outside_[i] > 0 && (by_mean || by_recent);  // a change under way that shows
     fired = fired || (held && by_mean);

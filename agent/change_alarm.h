@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 namespace dynamix {
@@ -45,6 +46,8 @@ class ChangeAlarm {
   // The ranks outside the band whose mean since the arming, or whose last quarter (recent), shows
   // the change, at the step that fired (empty before the first).
   const std::vector<bool>& fired_ranks() const { return fired_ranks_; }
+  // A last quarter of a window of `steps` steps holds as many as the alarm needs (Options::recent).
+  bool quarter_readable(int64_t steps) const;
 
  private:
   Options options_;
@@ -54,9 +57,11 @@ class ChangeAlarm {
   std::vector<bool> slowed_;
   std::vector<bool> confirmed_;  // this step: outside the band, the change showing
   std::vector<bool> fired_ranks_;
-  std::vector<std::vector<double>> steps_;  // each rank's compute times since the arming (recent)
-  int32_t observed_ = 0;                    // steps since the arming
-  int32_t deferred_ = 0;                    // steps a change confirmed by a quarter has waited
+  // One rank's step into its quarter (Options::recent).
+  void keep_quarter(std::deque<double>& quarter, double t) const;
+  std::vector<std::deque<double>> quarter_;  // each rank's last recent_steps(observed_) compute times
+  int32_t observed_ = 0;                     // steps since the arming
+  int32_t deferred_ = 0;                     // steps a change confirmed by a quarter has waited
   bool armed_ = false;
 };
 

@@ -66,15 +66,15 @@ std::vector<bool> in_slowdown(const RankTimeModels& models) {
   return slowed;
 }
 
-// The ranks the alarm reported whose window's last quarter holds as many steps as the alarm needs:
+// The ranks `alarm` reported whose window's last quarter holds as many steps as the alarm needs:
 // the decision reads their change by that quarter (docs/AGENT.md item 32). A quarter of one or two
 // steps is noise at 24 % step noise (models restarted from one step cost up to 0.7 % on random
 // clusters with windows of 5).
-std::vector<bool> read_by_quarter(const ClusterState& s, const std::vector<bool>& reported) {
+std::vector<bool> read_by_quarter(const ClusterState& s, const ChangeAlarm& alarm) {
+  const std::vector<bool>& reported = alarm.fired_ranks();
   std::vector<bool> by_quarter(s.nodes.size(), false);
   for (size_t i = 0; i < by_quarter.size() && i < reported.size(); ++i)
-    by_quarter[i] =
-        reported[i] && recent_steps(std::max<int64_t>(s.nodes[i].steps, 1)) >= ChangeAlarm::Options{}.steps;
+    by_quarter[i] = reported[i] && alarm.quarter_readable(std::max<int64_t>(s.nodes[i].steps, 1));
   return by_quarter;
 }
 
@@ -258,8 +258,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
       spell_watch_.reset();
       slowdown_return_.reset();
     }
-    const std::vector<bool> alarmed =
-        asked_by_alarm ? read_by_quarter(s, alarm_.fired_ranks()) : std::vector<bool>{};
+    const std::vector<bool> alarmed = asked_by_alarm ? read_by_quarter(s, alarm_) : std::vector<bool>{};
     models_.observe(s, &spell_watch_.disturbed(), &alarmed);
     // A decision the change alarm asked for moves only where the window confirms a change (some
     // rank's model restarted, by the window's mean or last quarter): a few slow steps that it does

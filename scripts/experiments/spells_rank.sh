@@ -6,9 +6,11 @@
 # lives, so the ranks pinned there slow down in spells (a neighbour's bursts). DYNAMIX_SPELLS adds
 # cpu_spells.py arguments (e.g. "--hogs 3 --on 0.25:0.4 --off 1.5:3 --seed 1"); without a --seed
 # there, the spells' seed is compare_policies.sh's round plus 1 (DYNAMIX_ROUND; 1 outside it): one
-# schedule for all policies of a round, another in the next. With one seed for every run, a policy
-# whose evaluations happened to fall between spells was lucky in every run (static's runs, of
-# nearly equal timing, had 1-5 of 10 evaluations slowed by a spell, mean 2.2, dynamix's 2-9, 6.3).
+# schedule for all policies of a round, another in the next. The spells recur about every 3 s, as a
+# run of fm_homogeneous.yaml's 50 steps and an evaluation does, and the two lock in phase: static's
+# evaluations were slowed in 2.5 of 10, dynamix's in 5.0, with the seed following the round (2.2
+# and 6.3 with one seed for every run). Add -- --set train.eval_every=0 to compare the training
+# steps alone (docs/RESULTS.md §1, "Item 32 on the real spells cell").
 # DYNAMIX_SPELLS_LOG names its log; DYNAMIX_BIN another dynamix binary.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
