@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real runs of several policies on one config, interleaved (policy order rotates every repetition so
-# machine noise hits all alike); prints one row per run and the per-policy medians from summary.json.
+# machine noise hits all alike); prints one row per run, the per-policy medians from summary.json,
+# and each policy's times over the first policy's, round by round (pairs, with their geometric mean).
 # Usage: scripts/experiments/compare_policies.sh CONFIG REPS OUTDIR [policy ...] [-- extra --set args]
 # A policy written POLICY@BINARY runs with that dynamix binary (e.g. dynamix@/tmp/old/dynamix, an
 # earlier build), labelled POLICY@<binary path with / as _>: two builds side by side in one rotation.
@@ -95,13 +96,13 @@ for ((r = 0; r < reps; r++)); do
     tail -n 1 "$dir.log"
   done
 done
-python3 - "$out" "${#labels[@]}" "${labels[@]}" "${stems[@]}" <<'PY'
-import glob, json, statistics, sys
+python3 - "$out" "$reps" "${#labels[@]}" "${labels[@]}" "${stems[@]}" <<'PY'
+import glob, json, math, statistics, sys
 from pathlib import Path
 sys.path.insert(0, "scripts/experiments")
 import wait_split
-out, n = Path(sys.argv[1]), int(sys.argv[2])
-policies, stems = sys.argv[3:3 + n], sys.argv[3 + n:]
+out, reps, n = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+policies, stems = sys.argv[4:4 + n], sys.argv[4 + n:]
 # imbal: the part of the wait that unequal mean times under one plan cause (wait_split.py)
 print(f"{'policy':14} {'runs':>4} {'total_s':>8} {'ttt_s':>7} {'acc':>7} {'wait':>6} {'imbal':>6} {'samples/s':>9}")
 for p, stem in zip(policies, stems):
@@ -115,6 +116,31 @@ for p, stem in zip(policies, stems):
     med = lambda k: statistics.median(r[k] for r in rows if r.get(k) is not None) if any(r.get(k) is not None for r in rows) else float("nan")
     print(f"{p:14} {len(rows):4d} {med('total_time_s'):8.1f} {med('time_to_target_s'):7.1f} "
           f"{med('final_test_accuracy'):7.4f} {med('mean_wait_fraction'):6.3f} {med('imbalance'):6.3f} {med('mean_throughput'):9.0f}")
+
+# Pairs: each policy against the first, round by round. The two runs of a round ran minutes apart,
+# in the same stretch of the machine's speed, so where runs scatter by several percent their ratios
+# say more than the medians do: the ratios, their geometric mean with its standard error as a
+# factor, and the rounds the policy was the faster in. Rounds where either run is missing, or did
+# not reach the target (time to target), are left out.
+def summary(stem, r):
+    f = out / f"{stem}.{r}" / "summary.json"
+    return json.loads(f.read_text()) if f.exists() else {}
+
+if n > 1:
+    print(f"pairs, each policy's time over {''.join(policies[0].split())}'s in the same round:")
+for p, stem in zip(policies[1:], stems[1:]):
+    for key, what in (("total_time_s", "total"), ("time_to_target_s", "to target")):
+        ratios = []
+        for r in range(reps):
+            a, b = summary(stem, r).get(key), summary(stems[0], r).get(key)
+            if a is not None and b is not None and a > 0 and b > 0:
+                ratios.append(a / b)
+        if not ratios:
+            continue
+        logs = [math.log(x) for x in ratios]
+        se = f" (x/ {math.exp(statistics.stdev(logs) / math.sqrt(len(logs))):.3f})" if len(logs) > 1 else ""
+        print(f"{''.join(p.split()):14} {what:9} {' '.join(f'{x:.3f}' for x in ratios)} | geometric mean "
+              f"{math.exp(statistics.fmean(logs)):.3f}{se}, faster in {sum(x < 1 for x in ratios)} of {len(ratios)}")
 PY
 # A failed run makes the comparison incomplete: say so in the exit status, for scripts and CI.
 ((failed == 0)) || { echo "compare_policies: $failed of $((reps * ${#policies[@]})) runs failed" >&2; exit 1; }

@@ -2,9 +2,11 @@
 policies on one config, one table of medians; a run that fails (here a misspelt policy) is named
 with its log, and the script exits non-zero instead of printing a table with a row missing. A
 policy with settings of its own (POLICY+KEY=VALUE) runs with them beside the plain one, each in its
-own row; a setting that is not KEY=VALUE is refused before any run. Settings holding slashes, spaces
+own row; a setting that is not KEY=VALUE is refused before any run. Each policy's time over the
+first's in the same round is printed as a pair. Settings holding slashes, spaces
 or braces get run directories of their own; DYNAMIX_NP gives the rank count where batch.init does
 not."""
+import json
 import os
 
 from e2e_util import DYNAMIX, SOURCE_DIR, TINY_CNN, TempDir, fail, run, write
@@ -22,13 +24,22 @@ def main():
         config = write(d / "tiny.yaml", TINY_CNN.replace("OUT", str(d / "unused")))
         label = "@" + DYNAMIX.replace("/", "_")
         r = compare(config, d / "good", ["static", "proportional"])
-        rows = [line for line in r.stdout.splitlines() if label in line]
+        rows = [line for line in r.stdout.splitlines() if label in line and line.split()[1].isdigit()]
         if r.returncode != 0 or len(rows) != 2 or not all(line.split()[1] == "1" for line in rows):
             fail(f"two good policies: exit {r.returncode}, rows {rows}\n{r.stdout}{r.stderr}")
         for p in ("static", "proportional"):
             if not (d / "good" / f"{p}{label}.0" / "summary.json").exists():
                 fail(f"no summary.json for {p}")
         print("ok: two policies, one run each, one table row each")
+        # The pairs: proportional's total time over static's in the same round, from summary.json.
+        total = {p: json.loads((d / "good" / f"{p}{label}.0" / "summary.json").read_text())["total_time_s"]
+                 for p in ("static", "proportional")}
+        pairs = [line.split() for line in r.stdout.splitlines() if line.startswith(f"proportional{label} ")
+                 and line.split()[1] == "total"]
+        expected = f"{total['proportional'] / total['static']:.3f}"
+        if len(pairs) != 1 or pairs[0][2] != expected or pairs[0][-3:] != [f"{int(float(expected) < 1)}", "of", "1"]:
+            fail(f"pairs: expected proportional's total over static's, {expected}, in 1 round\n{r.stdout}")
+        print("ok: the pairs line gives proportional's time over static's in the round")
 
         r = compare(config, d / "bad", ["static", "dynamx"])
         log = d / "bad" / f"dynamx{label}.0.log"
