@@ -117,8 +117,8 @@ for p, stem in zip(policies, stems):
     print(f"{p:14} {len(rows):4d} {med('total_time_s'):8.1f} {med('time_to_target_s'):7.1f} "
           f"{med('final_test_accuracy'):7.4f} {med('mean_wait_fraction'):6.3f} {med('imbalance'):6.3f} {med('mean_throughput'):9.0f}")
 
-# Pairs: each policy against the first, round by round. The two runs of a round ran minutes apart,
-# in the same stretch of the machine's speed, so where runs scatter by several percent their ratios
+# Pairs: each policy against the first, round by round. The runs of a round ran one after the
+# other, in the same stretch of the machine's speed, so where runs scatter by several percent their ratios
 # say more than the medians do: the ratios, their geometric mean with its standard error as a
 # factor, and the rounds the policy was the faster in. Rounds where either run is missing, or did
 # not reach the target (time to target), are left out.
