@@ -128,11 +128,13 @@ def summary(stem, r):
 
 if n > 1:
     print(f"pairs, each policy's time over {''.join(policies[0].split())}'s in the same round:")
+    first = [summary(stems[0], r) for r in range(reps)]
 for p, stem in zip(policies[1:], stems[1:]):
+    runs = [summary(stem, r) for r in range(reps)]
     for key, what in (("total_time_s", "total"), ("time_to_target_s", "to target")):
         ratios = []
         for r in range(reps):
-            a, b = summary(stem, r).get(key), summary(stems[0], r).get(key)
+            a, b = runs[r].get(key), first[r].get(key)
             if a is not None and b is not None and a > 0 and b > 0:
                 ratios.append(a / b)
         if not ratios:

@@ -130,6 +130,12 @@ def scenario(rng, family, index, max_nodes, knee_rng=None):
     return f"# random_suite.py family {family}, scenario {index}\n" + body
 
 
+def earlier_draw(outdir):
+    """Scenario files already in `outdir` (none if it does not exist). A draw refuses such a
+    directory: an earlier draw's scenarios beside its own would join every `agent eval` of it."""
+    return [n for n in os.listdir(outdir) if n.endswith(".yaml")] if os.path.isdir(outdir) else []
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=120)
@@ -141,8 +147,7 @@ def main():
     args = ap.parse_args()
     if args.count < 1 or args.max_nodes < 2:
         ap.error(f"--count must be >= 1 and --max-nodes >= 2, got {args.count} and {args.max_nodes}")
-    # Scenarios of an earlier draw left beside this one's would join every `agent eval` of the directory.
-    old = [n for n in os.listdir(args.out) if n.endswith(".yaml")] if os.path.isdir(args.out) else []
+    old = earlier_draw(args.out)
     if old:
         ap.error(f"--out {args.out} already holds {len(old)} scenario files; give a new or empty directory")
     rng = random.Random(args.seed)

@@ -14,6 +14,9 @@ import os
 import random
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from random_suite import earlier_draw  # noqa: E402
+
 STEPS = 469
 
 
@@ -51,11 +54,11 @@ def main():
     a = ap.parse_args()
     if a.seeds < 1:
         sys.exit("spells_cell_sim.py: --seeds must be at least 1")
-    os.makedirs(a.outdir, exist_ok=True)
-    held = [f for f in os.listdir(a.outdir) if f.endswith(".yaml")]
+    held = earlier_draw(a.outdir)
     if held:
         sys.exit(f"spells_cell_sim.py: {a.outdir} already holds {len(held)} scenario files "
                  "(they would join this draw in every later eval)")
+    os.makedirs(a.outdir, exist_ok=True)
     for seed in range(a.first, a.first + a.seeds):
         with open(os.path.join(a.outdir, f"spells_cell_s{seed:03d}.yaml"), "w") as f:
             f.write(scenario(seed))
