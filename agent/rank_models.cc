@@ -151,14 +151,22 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
           if (log.size() > kRestartLog) log.pop_front();
         }
       }
-      const bool after_only = reading.restarted && options_.restart_at_recent && has_recent(r);
+      // A rank's first window with a spell still open at its end (SpellWatch's start references): the
+      // spell is the rank's speed now, read by the window's last quarter as a restart is, and the
+      // next window judges it as one (a spell over by then is not fitted: its mean is no speed).
+      const uint8_t flags = spell_flags(spells, i);
+      const bool first_open = options_.spells && !m.valid && h.empty() && (flags & kSpellBegan) &&
+                              !(flags & kSpellEnded) && has_recent(r);
+      const bool after_only =
+          (reading.restarted || first_open) && options_.restart_at_recent && has_recent(r);
       // The window's relative variance per step. A restart window's scatter mixes the before and
-      // the after: it says nothing of the noise.
+      // the after (a first window's spell, its calm steps and the spell's): it says nothing of the noise.
       const double rel_var = r.compute_rel_se * r.compute_rel_se * r.steps;
-      const bool scatter = !reading.restarted && r.steps >= 2 && std::isfinite(rel_var);
-      if (reading.restarted || spell_flags(spells, i) == 0) {
+      const bool scatter = !reading.restarted && !first_open && r.steps >= 2 && std::isfinite(rel_var);
+      if (reading.restarted || flags == 0 || first_open) {
         h.push_back({double(r.batch_size), after_only ? r.compute_recent_s : r.compute_s,
-                     scatter ? rel_var : 0, scatter ? double(r.steps) : 0, reading.restarted && h.empty()});
+                     scatter ? rel_var : 0, scatter ? double(r.steps) : 0,
+                     (reading.restarted || first_open) && h.empty()});
         while (h.size() > size_t(options_.history)) h.pop_front();
         models_[i] = fit(h);
       }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "agent/cluster_state.h"
 #include "agent/noise_split.h"
 #include "framework/core/stats.h"
 #include "framework/core/strings.h"
@@ -34,6 +35,25 @@ void SpellWatch::reset() {
   disturbed_.clear();
   ended_.clear();
   steps_ = 0;
+  startup_left_ = 0;
+}
+
+void SpellWatch::arm_start(size_t n) {
+  RankTimeModels::Model flat;  // the same time at any batch: the first decision keeps the batches
+  flat.alpha = 1;
+  flat.valid = true;
+  reference_.assign(n, flat);
+  scale_.assign(n, 1.0);
+  threshold_.assign(n, options_.factor);
+  calibrating_.assign(n, true);
+  calibration_.assign(n, {});
+  // No step is slow before the calibration: the flat reference's 1 has no unit yet.
+  miss_.assign(n, std::numeric_limits<double>::infinity());
+  batch_.assign(n, 0);  // unknown: the first decision's plan is calibrated afresh, as without this
+  run_start_.assign(n, 0);
+  run_steps_.assign(n, 0);
+  disturbed_.assign(n, 0);
+  startup_left_ = kStartupSteps;
 }
 
 void SpellWatch::arm(const RankTimeModels& models, const std::vector<int32_t>& plan) {
@@ -52,6 +72,10 @@ void SpellWatch::arm(const RankTimeModels& models, const std::vector<int32_t>& p
   }
   disturbed_.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
+    // A start reference (arm_start) ends at the first decision, with the spell it measured: a
+    // slowdown begun in the first window and lasting, broken into runs by noise, kept the rank's
+    // later windows flagged, unfitted, and the plan held.
+    if (batch_[i] == 0) run_steps_[i] = 0;
     if (run_steps_[i] > 0) {  // in a run: its reference stays, at the new batch
       batch_[i] = plan[i];
       continue;
@@ -75,8 +99,14 @@ void SpellWatch::arm(const RankTimeModels& models, const std::vector<int32_t>& p
 }
 
 void SpellWatch::observe(const std::vector<double>& compute_s) {
+  if (batch_.empty() && steps_ == 0) arm_start(compute_s.size());
   const size_t n = batch_.size();
   if (compute_s.size() != n) return;
+  if (startup_left_ > 0) {
+    --startup_left_;
+    ++steps_;
+    return;
+  }
   for (size_t i = 0; i < n; ++i) {
     const double expected = reference_[i].valid ? reference_[i].at(batch_[i]) : 0;
     if (!(expected > 0) || !std::isfinite(compute_s[i])) continue;
@@ -107,6 +137,10 @@ void SpellWatch::calibrate(size_t i, double ratio) {
   if (calibration_[i].size() >= size_t(options_.min_steps)) {
     scale_[i] = median(calibration_[i]);  // a plan change's slow first step does not move it
     calibrating_[i] = false;
+    if (batch_[i] == 0) {  // a start reference (arm_start): the median is the rank's time
+      reference_[i].alpha *= scale_[i];
+      scale_[i] = 1.0;
+    }
   }
 }
 

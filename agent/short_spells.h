@@ -46,6 +46,13 @@ class SpellWatch {
   explicit SpellWatch(Options options) : options_(options) {}
 
   void reset();
+  // Before the run's first decision there is no model to refer to: each rank's reference is then
+  // its own steps' median, calibrated on its first min_steps steps after the kStartupSteps that
+  // start-up costs inflate, at the batch it starts with (observe() arms it so after a reset). A
+  // spell in the first window is thus seen as later ones are, and that window's mean, neither the
+  // speed before nor after, is not fitted: on a real run of four equal ranks, a spell of 7 of the
+  // window's 18 steps read as two ranks 1.7x slower moved the plan to [35, 36, 29, 28] at the
+  // first decision, and it took 160 steps to come back (docs/AGENT.md item 33).
   // After a decision: the plan in force from the next step on, and the models. Ranks outside a
   // spell take their model as their reference, unless the models' last change of the rank was a
   // slowdown (its restart log): a model of the slow speed, or one half-way back, is no reference.
@@ -72,6 +79,8 @@ class SpellWatch {
   Options options_;
   // One step of rank i, not slow, toward the reference's calibration at a new batch.
   void calibrate(size_t i, double ratio);
+  // The references before the first decision: every rank calibrating a flat one (see reset()).
+  void arm_start(size_t n);
 
   std::vector<RankTimeModels::Model> reference_;
   std::vector<double> scale_;           // the reference's calibration at the batch in force
@@ -88,6 +97,7 @@ class SpellWatch {
   std::vector<uint8_t> disturbed_;
   std::deque<int64_t> ended_;  // newest first
   int64_t steps_ = 0;
+  int32_t startup_left_ = 0;  // start-up steps still to set aside before the first calibration
 };
 
 // What the ended spells that lasted longer than `elapsed` steps had left beyond it: their count

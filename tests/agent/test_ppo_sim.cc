@@ -343,6 +343,36 @@ TEST(ShippedPolicy, AFollowedSpellsEndIsAnsweredWithinTheWindow) {
   EXPECT_GE(answered, 10);
 }
 
+// The run's first window has no model to judge a spell by: a real run of four equal ranks had two
+// of them 2.5x slower for 7 of the window's 18 steps, its mean read them as 1.7x slower, and the
+// first decision moved the plan to [35, 36, 29, 28], which took 160 steps to come back. Each rank's
+// own first steps are now its reference (SpellWatch before the first decision): a spell over by the
+// decision keeps the plan, and one still open is the ranks' speed now, read by the window's last
+// quarter as a restart is (the window's mean, half before it, read a lasting 2.5x slowdown begun at
+// step 9 as 1.5x and moved the two ranks to 21-24 of their balanced 18).
+TEST(ShippedPolicy, ASpellInTheFirstWindowIsNotReadAsTheRanksSpeed) {
+  for (const bool lasts : {false, true}) {
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      SimConfig c = nodes_at(std::vector<double>(4, 1.0), seed, 0.1);
+      c.events.push_back(lasts ? SimEvent{9, {2, 3}, 2.5, 0, 0} : SimEvent{6, {2, 3}, 2.5, 7, 0});
+      ClusterSimulator sim(c, bounds(128), {32}, 20);
+      DynamixPolicy policy(shipped());
+      ClusterState s = sim.reset(&policy);
+      const std::vector<int32_t> plan = policy.decide(s).batch_sizes;
+      ASSERT_EQ(s.global.step, 20) << "seed " << seed;
+      const std::string shown = "seed " + std::to_string(seed) + ": [" + std::to_string(plan[0]) + "," +
+                                std::to_string(plan[1]) + "," + std::to_string(plan[2]) + "," +
+                                std::to_string(plan[3]) + "]";
+      if (lasts) {
+        EXPECT_LE(plan[2], 20) << shown;
+        EXPECT_LE(plan[3], 20) << shown;
+      } else {
+        EXPECT_EQ(plan, std::vector<int32_t>(4, 32)) << shown;
+      }
+    }
+  }
+}
+
 // Wandering ranks (up to 1.2x), and at step 605, while the models track the last window, rank 1
 // slows 4x for good. The alarm's decision four steps later moves rank 1 at once (to 8; its share
 // under the fixed cost is about 3, reached over the next decisions): a confirmed change lifts the
