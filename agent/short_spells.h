@@ -45,14 +45,15 @@ class SpellWatch {
   SpellWatch() : SpellWatch(Options{}) {}
   explicit SpellWatch(Options options) : options_(options) {}
 
+  // Starts over, as at a run's start. Before the run's first decision there is no model to refer
+  // to: each rank's reference is then its own steps' median, calibrated on its first min_steps
+  // steps after the kStartupSteps that start-up costs inflate, at the batch it starts with
+  // (observe() arms it so after a reset; the first arm() ends it). A spell in the first window is
+  // thus seen as later ones are, and that window's mean, neither the speed before nor after, is not
+  // fitted: on a real run of four equal ranks, a spell of 7 of the window's 18 steps read as two
+  // ranks 1.7x slower moved the plan to [35, 36, 29, 28] at the first decision, and it took 160
+  // steps to come back (docs/AGENT.md item 33).
   void reset();
-  // Before the run's first decision there is no model to refer to: each rank's reference is then
-  // its own steps' median, calibrated on its first min_steps steps after the kStartupSteps that
-  // start-up costs inflate, at the batch it starts with (observe() arms it so after a reset). A
-  // spell in the first window is thus seen as later ones are, and that window's mean, neither the
-  // speed before nor after, is not fitted: on a real run of four equal ranks, a spell of 7 of the
-  // window's 18 steps read as two ranks 1.7x slower moved the plan to [35, 36, 29, 28] at the
-  // first decision, and it took 160 steps to come back (docs/AGENT.md item 33).
   // After a decision: the plan in force from the next step on, and the models. Ranks outside a
   // spell take their model as their reference, unless the models' last change of the rank was a
   // slowdown (its restart log): a model of the slow speed, or one half-way back, is no reference.

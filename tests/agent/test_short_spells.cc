@@ -120,6 +120,33 @@ TEST(SpellWatch, ASpellBegunRightAfterAPlanChangeIsSeen) {
   EXPECT_EQ(w.open().size(), 1u);
 }
 
+// Before the first decision each rank is its own reference: the median of its first 3 steps after
+// the 2 start-up steps (which may be slow), in any unit. A spell of rank 2 inside that first window
+// is flagged and measured; the other ranks, and noise of 10 %, are not.
+TEST(SpellWatch, BeforeTheFirstDecisionEachRankIsMeasuredAgainstItsOwnFirstSteps) {
+  using M = RankTimeModels;
+  for (const double unit : {0.02, 10.0}) {
+    SpellWatch w;
+    const double noise[] = {1.0, 1.1, 0.9, 1.05, 0.95};
+    auto step = [&](int k, double rank2) {
+      std::vector<double> t(4);
+      for (size_t i = 0; i < 4; ++i) t[i] = unit * (1 + 0.1 * i) * noise[(k + i) % 5] * (i == 2 ? rank2 : 1);
+      w.observe(t);
+    };
+    int k = 0;
+    for (; k < 2; ++k) step(k, 4.0);  // start-up: set aside, however slow
+    for (; k < 8; ++k) step(k, 1.0);
+    EXPECT_TRUE(w.open().empty()) << unit;
+    for (; k < 15; ++k) step(k, 2.5);
+    ASSERT_EQ(w.open().size(), 1u) << unit;
+    EXPECT_EQ(w.open()[0].rank, 2u) << unit;
+    for (; k < 20; ++k) step(k, 1.0);
+    EXPECT_EQ(w.lengths(), std::vector<int64_t>{7}) << unit;
+    EXPECT_EQ(w.disturbed()[2], M::kSpellSeen | M::kSpellBegan | M::kSpellEnded) << unit;
+    for (size_t i : {0u, 1u, 3u}) EXPECT_EQ(w.disturbed()[i], 0) << unit << ", rank " << i;
+  }
+}
+
 TEST(SpellWatch, FlagsTheWindowsASpellBeganOrEndedIn) {
   using M = RankTimeModels;
   const RankTimeModels m = settled_models();
