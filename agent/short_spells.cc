@@ -38,20 +38,26 @@ void SpellWatch::reset() {
   startup_left_ = 0;
 }
 
+void SpellWatch::size_to(size_t n) {
+  reference_.assign(n, {});
+  scale_.assign(n, 1.0);
+  threshold_.assign(n, options_.factor);
+  calibrating_.assign(n, false);
+  calibration_.assign(n, {});
+  run_start_.assign(n, 0);
+  run_steps_.assign(n, 0);
+  batch_.assign(n, 0);  // unknown: the next arm() calibrates its plan afresh
+  // Infinite: no step is slow before a calibration (a flat start reference's 1 has no unit yet).
+  miss_.assign(n, std::numeric_limits<double>::infinity());
+}
+
 void SpellWatch::arm_start(size_t n) {
+  size_to(n);
   RankTimeModels::Model flat;  // the same time at any batch: the first decision keeps the batches
   flat.alpha = 1;
   flat.valid = true;
   reference_.assign(n, flat);
-  scale_.assign(n, 1.0);
-  threshold_.assign(n, options_.factor);
   calibrating_.assign(n, true);
-  calibration_.assign(n, {});
-  // No step is slow before the calibration: the flat reference's 1 has no unit yet.
-  miss_.assign(n, std::numeric_limits<double>::infinity());
-  batch_.assign(n, 0);  // unknown: the first decision's plan is calibrated afresh, as without this
-  run_start_.assign(n, 0);
-  run_steps_.assign(n, 0);
   disturbed_.assign(n, 0);
   startup_left_ = kStartupSteps;
 }
@@ -59,17 +65,7 @@ void SpellWatch::arm_start(size_t n) {
 void SpellWatch::arm(const RankTimeModels& models, const std::vector<int32_t>& plan) {
   const size_t n = plan.size();
   if (models.models().size() != n) return;
-  if (reference_.size() != n) {
-    reference_.assign(n, {});
-    scale_.assign(n, 1.0);
-    threshold_.assign(n, options_.factor);
-    calibrating_.assign(n, false);
-    calibration_.assign(n, {});
-    run_start_.assign(n, 0);
-    run_steps_.assign(n, 0);
-    batch_.assign(n, 0);
-    miss_.assign(n, std::numeric_limits<double>::infinity());
-  }
+  if (reference_.size() != n) size_to(n);
   disturbed_.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     // A start reference (arm_start) ends at the first decision, with the spell it measured: a

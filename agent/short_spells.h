@@ -80,6 +80,8 @@ class SpellWatch {
   Options options_;
   // One step of rank i, not slow, toward the reference's calibration at a new batch.
   void calibrate(size_t i, double ratio);
+  // Every per-rank vector sized to n ranks, each rank without a reference.
+  void size_to(size_t n);
   // The references before the first decision: every rank calibrating a flat one (see reset()).
   void arm_start(size_t n);
 

@@ -105,10 +105,12 @@ out, reps, n = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 policies, stems = sys.argv[4:4 + n], sys.argv[4 + n:]
 # imbal: the part of the wait that unequal mean times under one plan cause (wait_split.py)
 print(f"{'policy':14} {'runs':>4} {'total_s':>8} {'ttt_s':>7} {'acc':>7} {'wait':>6} {'imbal':>6} {'samples/s':>9}")
+by_round = {}  # stem -> {round: summary.json}: each run's summary read once, for the medians and the pairs
 for p, stem in zip(policies, stems):
     p = "".join(p.split())  # one column: a YAML flow value's spaces would split it
     runs = [f.parent for f in sorted(out.glob(f"{glob.escape(stem)}.*/summary.json"))]
     rows = [json.loads((d / "summary.json").read_text()) for d in runs]
+    by_round[stem] = {int(d.name.rsplit(".", 1)[1]): row for d, row in zip(runs, rows)}
     if not rows:
         print(f"{p:14} no completed run"); continue
     for r, d in zip(rows, runs):
@@ -122,15 +124,11 @@ for p, stem in zip(policies, stems):
 # say more than the medians do: the ratios, their geometric mean with its standard error as a
 # factor, and the rounds the policy was the faster in. Rounds where either run is missing, or did
 # not reach the target (time to target), are left out.
-def summary(stem, r):
-    f = out / f"{stem}.{r}" / "summary.json"
-    return json.loads(f.read_text()) if f.exists() else {}
-
 if n > 1:
     print(f"pairs, each policy's time over {''.join(policies[0].split())}'s in the same round:")
-    first = [summary(stems[0], r) for r in range(reps)]
+    first = [by_round[stems[0]].get(r, {}) for r in range(reps)]
 for p, stem in zip(policies[1:], stems[1:]):
-    runs = [summary(stem, r) for r in range(reps)]
+    runs = [by_round[stem].get(r, {}) for r in range(reps)]
     for key, what in (("total_time_s", "total"), ("time_to_target_s", "to target")):
         ratios = []
         for r in range(reps):
