@@ -16,21 +16,10 @@ SwitchCost::SwitchCost(Options options) : options_(options) {
   critical_.reserve(64);
 }
 
-void SwitchCost::Mean::add(double x) {
-  ++n;
-  const double d = x - mean;
-  mean += d / double(n);
-  m2 += d * (x - mean);
-}
-
-double SwitchCost::Mean::standard_error() const {
-  return n > 1 ? std::sqrt(m2 / double(n - 1) / double(n)) : HUGE_VAL;
-}
-
 void SwitchCost::reset() {
   critical_.clear();
-  changed_ = Mean{};
-  kept_ = Mean{};
+  changed_ = RunningMean{};
+  kept_ = RunningMean{};
   window_open_ = false;
 }
 

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "framework/core/stats.h"
+
 namespace dynamix {
 
 class SwitchCost {
@@ -42,17 +44,11 @@ class SwitchCost {
   int64_t changes_seen() const { return changed_.n; }
 
  private:
-  struct Mean {  // running mean and variance (Welford)
-    int64_t n = 0;
-    double mean = 0, m2 = 0;
-    void add(double x);
-    double standard_error() const;
-  };
   void score_window();
 
   Options options_;
   std::vector<double> critical_;  // this window's slowest-rank compute time per step
-  Mean changed_, kept_;
+  RunningMean changed_, kept_;
   bool window_changed_ = false;
   bool window_open_ = false;  // a decision started the window being observed
 };

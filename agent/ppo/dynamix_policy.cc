@@ -253,6 +253,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
       prev_batches_.clear();
       reward_.reset();
       models_.reset();
+      steady_.reset();
       switch_cost_.reset();
       spells_.reset();
       spell_watch_.reset();
@@ -260,6 +261,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     }
     const std::vector<bool> alarmed = asked_by_alarm ? read_by_quarter(s, alarm_) : std::vector<bool>{};
     models_.observe(s, &spell_watch_.disturbed(), &alarmed);
+    steady_.observe(s, models_, spell_watch_.disturbed());
     // A decision the change alarm asked for moves only where the window confirms a change (some
     // rank's model restarted, by the window's mean or last quarter): a few slow steps that it does
     // not bear out were noise, and a short window's split would chase it (a homogeneous run moved
@@ -279,7 +281,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
     const bool resumed =
         std::any_of(readings.begin(), readings.end(), [](const auto& r) { return r.resumed; });
     const bool confirmed = ((asked_by_alarm || !recheck.empty()) && restarted) || resumed;
-    const BalanceView view = balance_view(s, models_, target_batch(s, current), rules_);
+    const BalanceView view = balance_view(s, models_, target_batch(s, current), rules_, &steady_);
     EncodedState enc = encode_state(s, models_, view);
     ablate_features(enc, config_.ablate);
     if (!enc.finite) return fallback(s, current, "dynamix: non-finite state: " + enc.problem);
@@ -627,8 +629,9 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
   double reward = 0;
   if (!prev_batches_.empty() && prev_batches_.size() == final_state.nodes.size()) {
     models_.observe(final_state);
-    const BalanceView view =
-        balance_view(final_state, models_, target_batch(final_state, sanitized_current(final_state)), rules_);
+    steady_.observe(final_state, models_, {});
+    const BalanceView view = balance_view(
+        final_state, models_, target_batch(final_state, sanitized_current(final_state)), rules_, &steady_);
     last_reward_ = reward_.reward(final_state, prev_batches_, estimated_ideal(final_state, view));
     reward = last_reward_.total;
     if (learn_ && pending_) {
@@ -641,6 +644,7 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
   prev_batches_.clear();
   reward_.reset();
   models_.reset();
+  steady_.reset();
   cadence_.reset();
   spells_.reset();
   spell_watch_.reset();

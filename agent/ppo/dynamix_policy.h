@@ -22,6 +22,7 @@
 #include "agent/short_spells.h"
 #include "agent/slowdown_return.h"
 #include "agent/start_check.h"
+#include "agent/steady_levels.h"
 #include "agent/switch_cost.h"
 #include "agent/tracking_cadence.h"
 
@@ -167,6 +168,7 @@ class DynamixPolicy : public BatchPolicy {
   // Decision-thread state.
   RunningNorm node_norm_, global_norm_;
   RankTimeModels models_;
+  SteadyLevels steady_;  // each rank's level since its last change, for the homogeneous hold
   StartCheck start_;
   ChangeAlarm alarm_;
   bool alarm_raised_ = false;  // the next decision is the one the alarm asked for

@@ -233,7 +233,8 @@ bool fitted_levels_agree(const ClusterState& s, const RankTimeModels& models, do
 
 bool hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, double global_batch,
                            const std::vector<RankTimeModels::Model>& forecast,
-                           const std::vector<double>& noise, std::vector<double>& proposal) {
+                           const std::vector<double>& noise, const SteadyLevels* steady,
+                           std::vector<double>& proposal) {
   const size_t n = proposal.size();
   const bool tracking = models.tracking();
   const double persistence_rms = models.persistence_rms();
@@ -257,6 +258,9 @@ bool hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, 
   if (!levels_near_median(level, kApart * bar)) return false;
   if (levels_spread_beyond_noise(level, noise_var, kApart * z)) return false;
   if (tracking && !fitted_levels_agree(s, models, global_batch, z)) return false;
+  // Ranks a little apart under heavy noise pass the tests above by the few windows the models
+  // keep; every window since their last change can still tell them apart (agent/steady_levels.h).
+  if (steady && steady->apart()) return false;
   // Judged after the tests above: under weighed noise each judgement is an E[max] over the ranks.
   const double t_now = judged_step_time(now, noise), t_new = judged_step_time(then, noise);
   if (t_new > 0 && t_now > 0 && std::log(t_now / t_new) < bar) {
@@ -306,7 +310,7 @@ std::vector<RankTimeModels::Model> last_window_forecast(const ClusterState& s, c
 }  // namespace
 
 BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, double global_batch,
-                         const RuleSet& rules) {
+                         const RuleSet& rules, const SteadyLevels* steady) {
   const size_t n = s.nodes.size();
   BalanceView v;
   v.global_batch = global_batch;
@@ -343,7 +347,7 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   if (models.tracking() && rules.on(Rule::kTracking)) v.slow = v.fast;
   if (rules.on(Rule::kHomogeneousHold)) {
     hold_first_window_noise(models, s, v.slow);
-    const bool equal = hold_homogeneous_plan(s, models, global_batch, forecast, v.noise, v.slow);
+    const bool equal = hold_homogeneous_plan(s, models, global_batch, forecast, v.noise, steady, v.slow);
     // Under tracking the hold's bar is persistence's error, which spells and drifts inflate.
     v.equal_ranks = equal && !models.tracking();
   }

@@ -8,6 +8,7 @@
 #include "agent/cluster_state.h"
 #include "agent/ppo/rules.h"
 #include "agent/rank_models.h"
+#include "agent/steady_levels.h"
 
 namespace dynamix {
 
@@ -33,8 +34,10 @@ struct BalanceView {
   std::string note;  // a rule that shaped the proposals, for decisions.jsonl
 };
 // `rules`: those off leave their proposals' shaping out (noise split, the holds, tracking).
+// `steady` (optional): each rank's level since its last change; ranks apart there are not held as
+// equal, however close their forgetting models put them.
 BalanceView balance_view(const ClusterState& state, const RankTimeModels& models, double global_batch,
-                         const RuleSet& rules = {});
+                         const RuleSet& rules = {}, const SteadyLevels* steady = nullptr);
 
 // Feature indices. Every feature is a ratio, a fraction or a log-ratio: multiplying every time (or
 // every byte count) by a constant leaves all of them unchanged. Groups (for the ablation table in

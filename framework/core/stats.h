@@ -43,6 +43,20 @@ inline double small_sample_widening(int64_t dof) {
   return 1 + 1.210 / v + 1.440 / (v * v);
 }
 
+// Running mean and variance of a stream of values (Welford's update): one pass, no values kept.
+struct RunningMean {
+  int64_t n = 0;
+  double mean = 0, m2 = 0;
+  void add(double x) {
+    ++n;
+    const double d = x - mean;
+    mean += d / double(n);
+    m2 += d * (x - mean);
+  }
+  double variance() const { return n > 1 ? m2 / double(n - 1) : NAN; }  // sample variance
+  double standard_error() const { return n > 1 ? std::sqrt(m2 / double(n - 1) / double(n)) : HUGE_VAL; }
+};
+
 // One point of a weighted fit (weight 0: ignored).
 struct WeightedPoint {
   double x = 0, y = 0, w = 1;
