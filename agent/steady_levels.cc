@@ -10,7 +10,8 @@ void SteadyLevels::observe(const ClusterState& state, const RankTimeModels& mode
                            const std::vector<uint8_t>& disturbed) {
   const size_t n = state.nodes.size();
   const std::vector<RankTimeModels::Reading>& readings = models.readings();
-  const bool changed = std::any_of(readings.begin(), readings.end(), [](const auto& r) { return r.restarted; });
+  const bool changed =
+      std::any_of(readings.begin(), readings.end(), [](const auto& r) { return r.restarted; });
   if (changed || ranks_.size() != n) apart_ = false;
   if (ranks_.size() != n) ranks_.assign(n, {});
   for (size_t i = 0; i < n; ++i) {

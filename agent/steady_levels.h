@@ -45,7 +45,8 @@ class SteadyLevels {
   // window mixes both speeds and is left out) or its batch changed (a fixed cost makes levels at
   // two batches incomparable); a window in which SpellWatch saw a spell (`disturbed`, one flag per
   // rank, may be empty) is left out without starting over.
-  void observe(const ClusterState& state, const RankTimeModels& models, const std::vector<uint8_t>& disturbed);
+  void observe(const ClusterState& state, const RankTimeModels& models,
+               const std::vector<uint8_t>& disturbed);
   // The ranks were found apart: every rank ran the same batch for kMinWindows windows or more and
   // their mean levels differed beyond what each one's window-to-window scatter explains (a
   // chi-square over the ranks at extremes_z(n) standard deviations, each scatter widened for the

@@ -231,10 +231,12 @@ bool fitted_levels_agree(const ClusterState& s, const RankTimeModels& models, do
   return levels_near_median(level, kApart * z * std::sqrt(median(variance)) + kWander);
 }
 
+// True where the ranks are held as equal (above); `steady_apart` says whether the steady levels
+// alone kept them from it (item 34), for the decision's note.
 bool hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, double global_batch,
                            const std::vector<RankTimeModels::Model>& forecast,
                            const std::vector<double>& noise, const SteadyLevels* steady,
-                           std::vector<double>& proposal) {
+                           std::vector<double>& proposal, bool& steady_apart) {
   const size_t n = proposal.size();
   const bool tracking = models.tracking();
   const double persistence_rms = models.persistence_rms();
@@ -260,7 +262,8 @@ bool hold_homogeneous_plan(const ClusterState& s, const RankTimeModels& models, 
   if (tracking && !fitted_levels_agree(s, models, global_batch, z)) return false;
   // Ranks a little apart under heavy noise pass the tests above by the few windows the models
   // keep; every window since their last change can still tell them apart (agent/steady_levels.h).
-  if (steady && steady->apart()) return false;
+  steady_apart = steady && steady->apart();
+  if (steady_apart) return false;
   // Judged after the tests above: under weighed noise each judgement is an E[max] over the ranks.
   const double t_now = judged_step_time(now, noise), t_new = judged_step_time(then, noise);
   if (t_new > 0 && t_now > 0 && std::log(t_now / t_new) < bar) {
@@ -347,7 +350,10 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
   if (models.tracking() && rules.on(Rule::kTracking)) v.slow = v.fast;
   if (rules.on(Rule::kHomogeneousHold)) {
     hold_first_window_noise(models, s, v.slow);
-    const bool equal = hold_homogeneous_plan(s, models, global_batch, forecast, v.noise, steady, v.slow);
+    bool steady_apart = false;
+    const bool equal =
+        hold_homogeneous_plan(s, models, global_batch, forecast, v.noise, steady, v.slow, steady_apart);
+    if (steady_apart) v.note = "ranks apart by their levels since their last change: not held as equal";
     // Under tracking the hold's bar is persistence's error, which spells and drifts inflate.
     v.equal_ranks = equal && !models.tracking();
   }

@@ -82,9 +82,10 @@ TEST(SteadyLevels, WindowsWithASpellAreLeftOut) {
   for (int w = 1; w <= 30; ++w) {
     // Equal ranks whose windows with a spell show ranks 2-3 at 1.3x: not a difference of speed.
     const bool spelled = w % 3 == 0;
-    const ClusterState s = model_window(10 * w, {32, 32, 32, 32},
-                                        spelled ? std::vector<double>{1, 1.01, 1.3, 1.3}
-                                                : std::vector<double>{w % 2 ? 1.01 : 0.99, 1, 1, w % 2 ? 0.99 : 1.01});
+    const ClusterState s =
+        model_window(10 * w, {32, 32, 32, 32},
+                     spelled ? std::vector<double>{1, 1.01, 1.3, 1.3}
+                             : std::vector<double>{w % 2 ? 1.01 : 0.99, 1, 1, w % 2 ? 0.99 : 1.01});
     models.observe(s, spelled ? &spell : nullptr);
     steady.observe(s, models, spelled ? spell : std::vector<uint8_t>{});
   }
