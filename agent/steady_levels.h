@@ -49,9 +49,10 @@ class SteadyLevels {
                const std::vector<uint8_t>& disturbed);
   // The ranks were found apart: every rank ran the same batch for kMinWindows windows or more and
   // their mean levels differed beyond what each one's window-to-window scatter explains (a
-  // chi-square over the ranks at extremes_z(n) standard deviations, each scatter widened for the
-  // windows it was estimated from). It stays so, through the plan changes that follow, until some
-  // rank's model restarts: only a change of speed makes them equal again.
+  // chi-square over the ranks at extremes_z(n) + kExtraZ standard deviations, each scatter widened
+  // for the windows it was estimated from), with some rank kMinGap off their weighted mean. It stays so,
+  // through the plan changes that follow, until some rank's model restarts: only a change of speed makes them
+  // equal again.
   bool apart() const { return apart_; }
 
  private:
