@@ -756,6 +756,21 @@ TEST(ShippedPolicy, ASlowdownUnderTheRestartThresholdIsFollowed) {
   }
 }
 
+// The held-out random clusters' shape (scripts/experiments/random_suite.py): each rank's fixed cost
+// `alpha` and per-sample cost `beta` divided by its speed, no gradient traffic, batches from 2 up
+// to `global` samples, windows of 5 steps. The shipped policy's throughput over the ideal from
+// step `from` to `to`.
+double knee_ranks_fraction(SimConfig c, const std::vector<double>& speeds, double alpha, double beta,
+                           int32_t global, int64_t from, int64_t to) {
+  c.workload.grad_bytes = 0;
+  for (size_t i = 0; i < speeds.size(); ++i) c.alpha_s[i] = alpha / speeds[i], c.beta_s[i] = beta / speeds[i];
+  BatchBounds b = bounds(global);
+  b.min = 2;
+  ClusterSimulator sim(c, b, {32}, 5);
+  DynamixPolicy policy(shipped());
+  return ideal_fraction_between(sim, policy, from, to);
+}
+
 // Ranks that drift far apart, slowly (from a held-out random cluster, 2026-12-06): 3 ranks at
 // speeds 1, 0.37 and 0.99, rank 0 drifting to 6x slower and back every 623 steps, rank 2 to 3.6x
 // and 1.7x over two cycles, 24 % step noise, windows of 5 steps. Under tracking the homogeneous
@@ -768,15 +783,8 @@ TEST(ShippedPolicy, RanksDriftingApartAreNotHeldAsEqual) {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     const std::vector<double> speeds = {1.0, 0.368, 0.988};
     SimConfig c = nodes_at(speeds, seed, 0.244);
-    c.workload.grad_bytes = 0;
-    for (size_t i = 0; i < speeds.size(); ++i)
-      c.alpha_s[i] = 0.0083 / speeds[i], c.beta_s[i] = 0.00046 / speeds[i];
     c.events = {{871, {0}, 5.95, 0, 623}, {485, {2}, 3.62, 0, 429}, {952, {2}, 1.66, 0, 566}};
-    BatchBounds b = bounds(96);
-    b.min = 2;
-    ClusterSimulator sim(c, b, {32}, 5);
-    DynamixPolicy policy(shipped());
-    const double fraction = ideal_fraction_between(sim, policy, 500, 3000);
+    const double fraction = knee_ranks_fraction(c, speeds, 0.0083, 0.00046, 96, 500, 3000);
     std::cout << "3 ranks drifting apart, seed " << seed << ": " << fraction << " of the ideal throughput\n";
     EXPECT_GE(fraction, 0.962) << "seed " << seed;
     sum += fraction;
@@ -795,15 +803,8 @@ TEST(ShippedPolicy, RanksALittleApartUnderHeavyNoiseAreNotHeldAsEqual) {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     const std::vector<double> speeds = {1, 1, 1, 0.849, 0.849, 0.957, 0.957};
     SimConfig c = nodes_at(speeds, seed, 0.3);
-    c.workload.grad_bytes = 0;
     c.noise = {0.3, 0.3, 0.3, 0.3, 0.3, 0.097, 0.097};
-    for (size_t i = 0; i < speeds.size(); ++i)
-      c.alpha_s[i] = 0.00196 / speeds[i], c.beta_s[i] = 0.000953 / speeds[i];
-    BatchBounds b = bounds(224);
-    b.min = 2;
-    ClusterSimulator sim(c, b, {32}, 5);
-    DynamixPolicy policy(shipped());
-    const double fraction = ideal_fraction_between(sim, policy, 200, 2000);
+    const double fraction = knee_ranks_fraction(c, speeds, 0.00196, 0.000953, 224, 200, 2000);
     std::cout << "7 ranks a little apart, seed " << seed << ": " << fraction << " of the ideal throughput\n";
     EXPECT_GE(fraction, 0.995) << "seed " << seed;
     sum += fraction;
