@@ -248,17 +248,7 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
       }
     }
     // A resized cluster or a restarted run (window 0) begins a new episode.
-    if (!prev_batches_.empty() && (prev_batches_.size() != n || s.window == 0)) {
-      pending_.reset();
-      prev_batches_.clear();
-      reward_.reset();
-      models_.reset();
-      steady_.reset();
-      switch_cost_.reset();
-      spells_.reset();
-      spell_watch_.reset();
-      slowdown_return_.reset();
-    }
+    if (!prev_batches_.empty() && (prev_batches_.size() != n || s.window == 0)) forget_episode();
     const std::vector<bool> alarmed = asked_by_alarm ? read_by_quarter(s, alarm_) : std::vector<bool>{};
     models_.observe(s, &spell_watch_.disturbed(), &alarmed);
     steady_.observe(s, models_, spell_watch_.disturbed());
@@ -625,6 +615,18 @@ void DynamixPolicy::run_update(Rollout& rollout) {
       (dropped_rollouts_ ? " dropped_rollouts=" + std::to_string(dropped_rollouts_) : ""));
 }
 
+void DynamixPolicy::forget_episode() {
+  pending_.reset();
+  prev_batches_.clear();
+  reward_.reset();
+  models_.reset();
+  steady_.reset();
+  switch_cost_.reset();  // each episode measures its own (a simulated cluster's cost is its own)
+  spells_.reset();
+  spell_watch_.reset();
+  slowdown_return_.reset();
+}
+
 double DynamixPolicy::end_episode(const ClusterState& final_state) {
   double reward = 0;
   if (!prev_batches_.empty() && prev_batches_.size() == final_state.nodes.size()) {
@@ -640,17 +642,9 @@ double DynamixPolicy::end_episode(const ClusterState& final_state) {
       push_transition(0.0);
     }
   }
-  pending_.reset();
-  prev_batches_.clear();
-  reward_.reset();
-  models_.reset();
-  steady_.reset();
+  forget_episode();
   cadence_.reset();
-  spells_.reset();
-  spell_watch_.reset();
-  slowdown_return_.reset();
   recheck_.clear();
-  switch_cost_.reset();  // each episode measures its own (a simulated cluster's cost is its own)
   alarm_.arm({});
   alarm_raised_ = false;  // a request from the episode's last steps is not the next episode's
   start_.arm();           // the next episode starts from its own guess

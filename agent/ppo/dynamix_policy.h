@@ -106,6 +106,9 @@ class DynamixPolicy : public BatchPolicy {
   NetPtr snapshot() const;
   void publish_snapshot();
   BatchPlan fallback(const ClusterState& state, const std::vector<int32_t>& current, const std::string& why);
+  // What one episode measured (models, levels, spells, switch cost, reward, the pending action),
+  // forgotten where a new one begins: a resized or restarted run, or end_episode.
+  void forget_episode();
   int64_t sample(const at::Tensor& logp);  // one draw from the categorical log-probabilities
   void push_transition(double next_value);
   void hand_off(double last_value);
