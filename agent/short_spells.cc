@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -34,6 +35,8 @@ void SpellWatch::reset() {
   run_steps_.clear();
   disturbed_.clear();
   ended_.clear();
+  start_times_.clear();
+  start_ended_.clear();
   steps_ = 0;
   startup_left_ = 0;
 }
@@ -57,9 +60,61 @@ void SpellWatch::arm_start(size_t n) {
   flat.alpha = 1;
   flat.valid = true;
   reference_.assign(n, flat);
-  calibrating_.assign(n, true);
   disturbed_.assign(n, 0);
+  start_times_.assign(n, {});
+  start_ended_.assign(n, {});
   startup_left_ = kStartupSteps;
+}
+
+bool SpellWatch::starting(size_t i) const {
+  return i < start_times_.size() && batch_[i] == 0 && start_times_[i].size() < kStartSteps;
+}
+
+void SpellWatch::observe_start(size_t i, double t) {
+  if (start_times_[i].empty()) start_step_ = steps_;
+  start_times_[i].push_back(t);
+  const std::vector<double>& times = start_times_[i];
+  const size_t k = size_t(options_.min_steps);
+  if (times.size() < k) return;  // no step is slow before a reference
+  // The rank's level: the least median of min_steps steps in a row, so that a spell begun in the
+  // first steps is not its speed; the reference: the median of the steps within the threshold of it.
+  double level = std::numeric_limits<double>::infinity();
+  for (size_t j = 0; j + k <= times.size(); ++j) {
+    const std::vector<double> run(times.begin() + j, times.begin() + j + k);
+    if (std::all_of(run.begin(), run.end(), [](double x) { return std::isfinite(x); }))
+      level = std::min(level, median(run));
+  }
+  if (!std::isfinite(level)) return;
+  std::vector<double> calm;
+  for (double x : times) {
+    if (x <= threshold_[i] * level) calm.push_back(x);  // false for an unusable step (NaN)
+  }
+  reference_[i].alpha = median(calm);
+  // Every start step judged again against it, as observe() judges later ones.
+  run_steps_[i] = 0;
+  disturbed_[i] = 0;
+  start_ended_[i].clear();
+  for (size_t j = 0; j < times.size(); ++j) {
+    if (!std::isfinite(times[j])) continue;  // an unusable step, as observe() skips it
+    if (times[j] > threshold_[i] * reference_[i].alpha) {
+      if (run_steps_[i]++ == 0)
+        run_start_[i] = start_step_ + int64_t(j), disturbed_[i] &= uint8_t(~RankTimeModels::kSpellEnded);
+      if (run_steps_[i] == options_.min_steps)
+        disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellBegan;
+      continue;
+    }
+    if (run_steps_[i] >= options_.min_steps) {
+      disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellEnded;
+      start_ended_[i].push_back({run_start_[i] + run_steps_[i], run_steps_[i]});
+    }
+    run_steps_[i] = 0;
+  }
+  // The spells ended so far are the start's: newest first.
+  std::vector<std::pair<int64_t, int64_t>> all;
+  for (const auto& rank : start_ended_) all.insert(all.end(), rank.begin(), rank.end());
+  std::sort(all.begin(), all.end(), std::greater<>());
+  ended_.clear();
+  for (size_t j = 0; j < all.size() && j < options_.newest; ++j) ended_.push_back(all[j].second);
 }
 
 void SpellWatch::arm(const RankTimeModels& models, const std::vector<int32_t>& plan) {
@@ -92,6 +147,8 @@ void SpellWatch::arm(const RankTimeModels& models, const std::vector<int32_t>& p
     }
     batch_[i] = plan[i];
   }
+  start_times_.clear();  // the start references have ended
+  start_ended_.clear();
 }
 
 void SpellWatch::observe(const std::vector<double>& compute_s) {
@@ -104,6 +161,10 @@ void SpellWatch::observe(const std::vector<double>& compute_s) {
     return;
   }
   for (size_t i = 0; i < n; ++i) {
+    if (starting(i)) {
+      observe_start(i, compute_s[i] > 0 && std::isfinite(compute_s[i]) ? compute_s[i] : std::nan(""));
+      continue;
+    }
     const double expected = reference_[i].valid ? reference_[i].at(batch_[i]) : 0;
     if (!(expected > 0) || !std::isfinite(compute_s[i])) continue;
     const double ratio = compute_s[i] / expected;
@@ -133,10 +194,6 @@ void SpellWatch::calibrate(size_t i, double ratio) {
   if (calibration_[i].size() >= size_t(options_.min_steps)) {
     scale_[i] = median(calibration_[i]);  // a plan change's slow first step does not move it
     calibrating_[i] = false;
-    if (batch_[i] == 0) {  // a start reference (arm_start): the median is the rank's time
-      reference_[i].alpha *= scale_[i];
-      scale_[i] = 1.0;
-    }
   }
 }
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/rank_models.h"
@@ -46,9 +47,14 @@ class SpellWatch {
   explicit SpellWatch(Options options) : options_(options) {}
 
   // Starts over, as at a run's start. Before the run's first decision there is no model to refer
-  // to: each rank's reference is then its own steps' median, calibrated on its first min_steps
-  // steps after the kStartupSteps that start-up costs inflate, at the batch it starts with
-  // (observe() arms it so after a reset; the first arm() ends it). A spell in the first window is
+  // to: each rank's reference is then its own steps' median, from its steps after the
+  // kStartupSteps that start-up costs inflate, at the batch it starts with (observe() arms it so
+  // after a reset; the first arm() ends it). Which steps: those within the threshold of the least
+  // median of min_steps steps in a row, and every start step is judged again against it as each
+  // new one comes (kStartSteps at most), so that a spell begun in the first steps is no reference:
+  // calibrated on the first 3 steps, two of them a spell's, the reference was the spell's speed,
+  // the spell went unseen, and its mean moved equal ranks to [31, 37, 30, 30] on the real spells
+  // cell (2 runs of 4; docs/AGENT.md item 35). A spell in the first window is
   // thus seen as later ones are, and that window's mean, neither the speed before nor after, is not
   // fitted: on a real run of four equal ranks, a spell of 7 of the window's 18 steps read as two
   // ranks 1.7x slower moved the plan to [35, 36, 29, 28] at the first decision, and it took 160
@@ -80,6 +86,10 @@ class SpellWatch {
   Options options_;
   // One step of rank i, not slow, toward the reference's calibration at a new batch.
   void calibrate(size_t i, double ratio);
+  // Rank i runs on its start reference and has fewer than kStartSteps steps buffered.
+  bool starting(size_t i) const;
+  // One start step of rank i (NaN: unusable): the start reference and the start's spells anew.
+  void observe_start(size_t i, double t);
   // Every per-rank vector sized to n ranks, each rank without a reference.
   void size_to(size_t n);
   // The references before the first decision: every rank calibrating a flat one (see reset()).
@@ -101,6 +111,11 @@ class SpellWatch {
   std::deque<int64_t> ended_;  // newest first
   int64_t steps_ = 0;
   int32_t startup_left_ = 0;  // start-up steps still to set aside before the first calibration
+  // The steps before the first decision, per rank, judged again at each (start references).
+  static constexpr size_t kStartSteps = 64;
+  std::vector<std::vector<double>> start_times_;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> start_ended_;  // (end step, length) per rank
+  int64_t start_step_ = 0;  // the step count of the first buffered step
 };
 
 // What the ended spells that lasted longer than `elapsed` steps had left beyond it: their count

@@ -349,27 +349,40 @@ TEST(ShippedPolicy, AFollowedSpellsEndIsAnsweredWithinTheWindow) {
 // own first steps are now its reference (SpellWatch before the first decision): a spell over by the
 // decision keeps the plan, and one still open is the ranks' speed now, read by the window's last
 // quarter as a restart is (the window's mean, half before it, read a lasting 2.5x slowdown begun at
-// step 9 as 1.5x and moved the two ranks to 21-24 of their balanced 18).
+// step 9 as 1.5x and moved the two ranks to 21-24 of their balanced 18). A spell begun at the
+// second step after the start-up ones (at_step 3, 20 % step noise, as on the real cell) hid in the
+// reference's first steps until those were judged again (docs/AGENT.md item 35): 3 of 10 seeds
+// then moved at step 20, to [30, 38, 30, 30] and the like. Where StartCheck brings the first
+// decision forward while the spell is on, the spell is the ranks' speed as far as anyone can tell.
 TEST(ShippedPolicy, ASpellInTheFirstWindowIsNotReadAsTheRanksSpeed) {
-  for (const bool lasts : {false, true}) {
+  const std::vector<int32_t> even(4, 32);
+  for (const int64_t begins : {3, 6, 9}) {
+    const bool lasts = begins == 9;
+    int32_t brought_forward = 0;
     for (uint64_t seed = 1; seed <= 10; ++seed) {
-      SimConfig c = nodes_at(std::vector<double>(4, 1.0), seed, 0.1);
-      c.events.push_back(lasts ? SimEvent{9, {2, 3}, 2.5, 0, 0} : SimEvent{6, {2, 3}, 2.5, 7, 0});
+      SimConfig c = nodes_at(std::vector<double>(4, 1.0), seed, begins == 3 ? 0.2 : 0.1);
+      c.events.push_back(lasts ? SimEvent{begins, {2, 3}, 2.5, 0, 0} : SimEvent{begins, {2, 3}, 2.5, 7, 0});
       ClusterSimulator sim(c, bounds(128), {32}, 20);
       DynamixPolicy policy(shipped());
       ClusterState s = sim.reset(&policy);
       const std::vector<int32_t> plan = policy.decide(s).batch_sizes;
-      ASSERT_EQ(s.global.step, 20) << "seed " << seed;
-      const std::string shown = "seed " + std::to_string(seed) + ": [" + std::to_string(plan[0]) + "," +
-                                std::to_string(plan[1]) + "," + std::to_string(plan[2]) + "," +
-                                std::to_string(plan[3]) + "]";
+      const std::string shown = "spell from step " + std::to_string(begins) + ", seed " +
+                                std::to_string(seed) + ", step " + std::to_string(s.global.step) + ": [" +
+                                std::to_string(plan[0]) + "," + std::to_string(plan[1]) + "," +
+                                std::to_string(plan[2]) + "," + std::to_string(plan[3]) + "]";
+      if (!lasts && s.global.step < 20) {
+        ++brought_forward;
+        continue;
+      }
+      ASSERT_EQ(s.global.step, 20) << shown;
       if (lasts) {
         EXPECT_LE(plan[2], 20) << shown;
         EXPECT_LE(plan[3], 20) << shown;
       } else {
-        EXPECT_EQ(plan, std::vector<int32_t>(4, 32)) << shown;
+        EXPECT_EQ(plan, even) << shown;
       }
     }
+    EXPECT_LE(brought_forward, 3) << "spell from step " << begins;
   }
 }
 

@@ -147,6 +147,38 @@ TEST(SpellWatch, BeforeTheFirstDecisionEachRankIsMeasuredAgainstItsOwnFirstSteps
   }
 }
 
+// A spell begun at the second step after the start-up ones: calibrated on the first 3 steps, two
+// of them the spell's, the reference was the spell's speed and the spell went unseen (two runs of
+// four on the real spells cell, whose means then moved equal ranks to [35, 35, 29, 29] and
+// [31, 37, 30, 30]). The start steps are judged again as later ones come: three calm steps in a
+// row after it show it as a spell that ended, from the step it began.
+TEST(SpellWatch, ASpellBegunInTheFirstStepsIsSeenOnceTheRankIsBack) {
+  using M = RankTimeModels;
+  for (const double unit : {0.02, 10.0}) {
+    SpellWatch w;
+    const double noise[] = {1.0, 1.1, 0.9, 1.05, 0.95};
+    auto step = [&](int k, double rank2) {
+      std::vector<double> t(4);
+      for (size_t i = 0; i < 4; ++i) t[i] = unit * noise[(k + i) % 5] * (i == 2 ? rank2 : 1);
+      w.observe(t);
+    };
+    int k = 0;
+    for (; k < 2; ++k) step(k, 1.0);  // start-up
+    step(k++, 1.0);
+    for (; k < 10; ++k) step(k, 2.5);
+    EXPECT_TRUE(w.lengths().empty()) << unit;
+    for (; k < 13; ++k) step(k, 1.0);
+    EXPECT_EQ(w.lengths(), std::vector<int64_t>{7}) << unit;
+    EXPECT_EQ(w.disturbed()[2], M::kSpellSeen | M::kSpellBegan | M::kSpellEnded) << unit;
+    for (size_t i : {0u, 1u, 3u}) EXPECT_EQ(w.disturbed()[i], 0) << unit << ", rank " << i;
+    // Later spells are measured against the calm steps, as ever.
+    for (; k < 20; ++k) step(k, 1.0);
+    for (; k < 25; ++k) step(k, 2.5);
+    ASSERT_EQ(w.open().size(), 1u) << unit;
+    EXPECT_EQ(w.open()[0].since, 20) << unit;
+  }
+}
+
 TEST(SpellWatch, FlagsTheWindowsASpellBeganOrEndedIn) {
   using M = RankTimeModels;
   const RankTimeModels m = settled_models();
