@@ -120,19 +120,30 @@ TEST(SpellWatch, ASpellBegunRightAfterAPlanChangeIsSeen) {
   EXPECT_EQ(w.open().size(), 1u);
 }
 
-// Before the first decision each rank is its own reference: the median of its first 3 steps after
-// the 2 start-up steps (which may be slow), in any unit. A spell of rank 2 inside that first window
+// Step k of 4 ranks before the first decision, rank i at (1 + 0.1 i) `unit`s with 10 % noise,
+// rank 2 `rank2` times slower.
+void start_step(SpellWatch& w, double unit, int k, double rank2) {
+  const double noise[] = {1.0, 1.1, 0.9, 1.05, 0.95};
+  std::vector<double> t(4);
+  for (size_t i = 0; i < 4; ++i) t[i] = unit * (1 + 0.1 * i) * noise[(k + i) % 5] * (i == 2 ? rank2 : 1);
+  w.observe(t);
+}
+
+// Rank 2's spell of 7 steps has ended, and nothing else was seen.
+void expect_rank2_spell_ended(const SpellWatch& w, double unit) {
+  using M = RankTimeModels;
+  EXPECT_EQ(w.lengths(), std::vector<int64_t>{7}) << unit;
+  EXPECT_EQ(w.disturbed()[2], M::kSpellSeen | M::kSpellBegan | M::kSpellEnded) << unit;
+  for (size_t i : {0u, 1u, 3u}) EXPECT_EQ(w.disturbed()[i], 0) << unit << ", rank " << i;
+}
+
+// Before the first decision each rank is its own reference: the median of its calm steps after the
+// 2 start-up steps (which may be slow), in any unit. A spell of rank 2 inside that first window
 // is flagged and measured; the other ranks, and noise of 10 %, are not.
 TEST(SpellWatch, BeforeTheFirstDecisionEachRankIsMeasuredAgainstItsOwnFirstSteps) {
-  using M = RankTimeModels;
   for (const double unit : {0.02, 10.0}) {
     SpellWatch w;
-    const double noise[] = {1.0, 1.1, 0.9, 1.05, 0.95};
-    auto step = [&](int k, double rank2) {
-      std::vector<double> t(4);
-      for (size_t i = 0; i < 4; ++i) t[i] = unit * (1 + 0.1 * i) * noise[(k + i) % 5] * (i == 2 ? rank2 : 1);
-      w.observe(t);
-    };
+    auto step = [&](int k, double rank2) { start_step(w, unit, k, rank2); };
     int k = 0;
     for (; k < 2; ++k) step(k, 4.0);  // start-up: set aside, however slow
     for (; k < 8; ++k) step(k, 1.0);
@@ -141,9 +152,7 @@ TEST(SpellWatch, BeforeTheFirstDecisionEachRankIsMeasuredAgainstItsOwnFirstSteps
     ASSERT_EQ(w.open().size(), 1u) << unit;
     EXPECT_EQ(w.open()[0].rank, 2u) << unit;
     for (; k < 20; ++k) step(k, 1.0);
-    EXPECT_EQ(w.lengths(), std::vector<int64_t>{7}) << unit;
-    EXPECT_EQ(w.disturbed()[2], M::kSpellSeen | M::kSpellBegan | M::kSpellEnded) << unit;
-    for (size_t i : {0u, 1u, 3u}) EXPECT_EQ(w.disturbed()[i], 0) << unit << ", rank " << i;
+    expect_rank2_spell_ended(w, unit);
   }
 }
 
@@ -153,24 +162,16 @@ TEST(SpellWatch, BeforeTheFirstDecisionEachRankIsMeasuredAgainstItsOwnFirstSteps
 // [31, 37, 30, 30]). The start steps are judged again as later ones come: three calm steps in a
 // row after it show it as a spell that ended, from the step it began.
 TEST(SpellWatch, ASpellBegunInTheFirstStepsIsSeenOnceTheRankIsBack) {
-  using M = RankTimeModels;
   for (const double unit : {0.02, 10.0}) {
     SpellWatch w;
-    const double noise[] = {1.0, 1.1, 0.9, 1.05, 0.95};
-    auto step = [&](int k, double rank2) {
-      std::vector<double> t(4);
-      for (size_t i = 0; i < 4; ++i) t[i] = unit * noise[(k + i) % 5] * (i == 2 ? rank2 : 1);
-      w.observe(t);
-    };
+    auto step = [&](int k, double rank2) { start_step(w, unit, k, rank2); };
     int k = 0;
     for (; k < 2; ++k) step(k, 1.0);  // start-up
     step(k++, 1.0);
     for (; k < 10; ++k) step(k, 2.5);
     EXPECT_TRUE(w.lengths().empty()) << unit;
     for (; k < 13; ++k) step(k, 1.0);
-    EXPECT_EQ(w.lengths(), std::vector<int64_t>{7}) << unit;
-    EXPECT_EQ(w.disturbed()[2], M::kSpellSeen | M::kSpellBegan | M::kSpellEnded) << unit;
-    for (size_t i : {0u, 1u, 3u}) EXPECT_EQ(w.disturbed()[i], 0) << unit << ", rank " << i;
+    expect_rank2_spell_ended(w, unit);
     // Later spells are measured against the calm steps, as ever.
     for (; k < 20; ++k) step(k, 1.0);
     for (; k < 25; ++k) step(k, 2.5);
