@@ -28,6 +28,15 @@ bool has_recent(const NodeRecord& r) { return r.compute_recent_s > 0 && std::isf
 uint8_t spell_flags(const std::vector<uint8_t>* spells, size_t i) {
   return spells && i < spells->size() ? (*spells)[i] : 0;
 }
+
+// A time `measured` at batch b against a proportional model's forecast `predicted` fitted at one
+// batch b0 alone: with any fixed cost >= 0 and the rank's speed unchanged, measured / predicted
+// lies between 1 and b0 / b (all per-sample cost, all fixed cost). More than 1 + `share` times
+// off that range, either way, is a change of speed, not the model's extrapolation.
+bool beyond_extrapolation(double measured, double predicted, double b0, double b, double share) {
+  const double ratio = b0 / b, lo = std::min(1.0, ratio), hi = std::max(1.0, ratio);
+  return measured * (1 + share) < lo * predicted || measured > hi * predicted * (1 + share);
+}
 }  // namespace
 
 RankTimeModels::RankTimeModels() : RankTimeModels(Options{}) {}
@@ -130,15 +139,23 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
         const bool ended = options_.spells && (spell_flags(spells, i) & kSpellEnded);
         const bool over = measured > predicted && ended;
         const bool returned = ended && spell_returned(i, r, predicted);
-        // The run's first window is judged too where this one ran the same batch: its
-        // misprediction cannot be the proportional prior's extrapolation, only a change (a rank
-        // slowed 4.6x in the run's second window was held through it, as noise, for a whole window).
-        const bool same_batch =
-            h.size() == 1 && !h.front().after_restart && h.front().batch == double(r.batch_size);
+        // The run's first window is judged too where its misprediction cannot be the proportional
+        // prior's extrapolation, only a change: at the same batch (a rank slowed 4.6x in the run's
+        // second window was held through it, as noise, for a whole window), or at another batch
+        // 1.5x beyond what any fixed cost explains, either way (a spell over a real run's first 6
+        // steps moved two equal ranks to 18 of 32 at step 7; back at their speed they ran 2-2.5x
+        // faster than that window's model, which could not restart, and the plan crawled back over
+        // 60-240 steps; docs/AGENT.md item 36).
+        const bool first_window = h.size() == 1 && !h.front().after_restart;
+        const bool first_beyond = first_window && m.alpha == 0 && h.front().batch != double(r.batch_size) &&
+                                  beyond_extrapolation(measured, predicted, h.front().batch, r.batch_size,
+                                                       options_.change_threshold);
+        const bool first_judged = first_window && h.front().batch == double(r.batch_size);
         const bool shifted = options_.level_shifts && h.size() >= kShiftHistory &&
                              spell_flags(spells, i) == 0 && !tracking() && level_shift(i, r, predicted);
-        if ((h.size() >= 2 || fresh || same_batch) && !over &&
-            (off_by_more_than(measured, predicted, options_.change_threshold) || returned || shifted)) {
+        if (!over && (first_beyond || ((h.size() >= 2 || fresh || first_judged) &&
+                                       (off_by_more_than(measured, predicted, options_.change_threshold) ||
+                                        returned || shifted)))) {
           auto& log = restarts_[i];
           const bool slower = measured > predicted && !returned;
           const bool back = returned || (!slower && undoes_slowdown(i, r.batch_size, predicted, measured));
