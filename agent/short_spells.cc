@@ -37,6 +37,7 @@ void SpellWatch::reset() {
   ended_.clear();
   start_times_.clear();
   start_ended_.clear();
+  start_level_.clear();
   steps_ = 0;
   startup_left_ = 0;
 }
@@ -63,6 +64,7 @@ void SpellWatch::arm_start(size_t n) {
   disturbed_.assign(n, 0);
   start_times_.assign(n, {});
   start_ended_.assign(n, {});
+  start_level_.assign(n, std::numeric_limits<double>::infinity());
   startup_left_ = kStartupSteps;
 }
 
@@ -78,12 +80,10 @@ void SpellWatch::observe_start(size_t i, double t) {
   if (times.size() < k) return;  // no step is slow before a reference
   // The rank's level: the least median of min_steps steps in a row, so that a spell begun in the
   // first steps is not its speed; the reference: the median of the steps within the threshold of it.
-  double level = std::numeric_limits<double>::infinity();
-  for (size_t j = 0; j + k <= times.size(); ++j) {
-    const std::vector<double> run(times.begin() + j, times.begin() + j + k);
-    if (std::all_of(run.begin(), run.end(), [](double x) { return std::isfinite(x); }))
-      level = std::min(level, median(run));
-  }
+  const std::vector<double> newest(times.end() - std::ptrdiff_t(k), times.end());
+  if (std::all_of(newest.begin(), newest.end(), [](double x) { return std::isfinite(x); }))
+    start_level_[i] = std::min(start_level_[i], median(newest));
+  const double level = start_level_[i];
   if (!std::isfinite(level)) return;
   std::vector<double> calm;
   for (double x : times) {
@@ -109,8 +109,10 @@ void SpellWatch::observe_start(size_t i, double t) {
     }
     run_steps_[i] = 0;
   }
-  // The spells ended so far are the start's: newest first.
-  std::vector<std::pair<int64_t, int64_t>> all;
+}
+
+void SpellWatch::gather_start_spells() {
+  std::vector<std::pair<int64_t, int64_t>> all;  // (end step, length), newest first
   for (const auto& rank : start_ended_) all.insert(all.end(), rank.begin(), rank.end());
   std::sort(all.begin(), all.end(), std::greater<>());
   ended_.clear();
@@ -149,6 +151,7 @@ void SpellWatch::arm(const RankTimeModels& models, const std::vector<int32_t>& p
   }
   start_times_.clear();  // the start references have ended
   start_ended_.clear();
+  start_level_.clear();
 }
 
 void SpellWatch::observe(const std::vector<double>& compute_s) {
@@ -160,9 +163,11 @@ void SpellWatch::observe(const std::vector<double>& compute_s) {
     ++steps_;
     return;
   }
+  bool started = false;
   for (size_t i = 0; i < n; ++i) {
     if (starting(i)) {
       observe_start(i, compute_s[i] > 0 && std::isfinite(compute_s[i]) ? compute_s[i] : std::nan(""));
+      started = true;
       continue;
     }
     const double expected = reference_[i].valid ? reference_[i].at(batch_[i]) : 0;
@@ -186,6 +191,7 @@ void SpellWatch::observe(const std::vector<double>& compute_s) {
     run_steps_[i] = 0;
     if (calibrating_[i]) calibrate(i, ratio);
   }
+  if (started) gather_start_spells();  // the start's spells, judged again, are every spell ended so far
   ++steps_;
 }
 

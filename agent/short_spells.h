@@ -90,6 +90,8 @@ class SpellWatch {
   bool starting(size_t i) const;
   // One start step of rank i (NaN: unusable): the start reference and the start's spells anew.
   void observe_start(size_t i, double t);
+  // ended_ from every rank's start spells.
+  void gather_start_spells();
   // Every per-rank vector sized to n ranks, each rank without a reference.
   void size_to(size_t n);
   // The references before the first decision: every rank calibrating a flat one (see reset()).
@@ -115,7 +117,8 @@ class SpellWatch {
   static constexpr size_t kStartSteps = 64;
   std::vector<std::vector<double>> start_times_;
   std::vector<std::vector<std::pair<int64_t, int64_t>>> start_ended_;  // (end step, length) per rank
-  int64_t start_step_ = 0;  // the step count of the first buffered step
+  std::vector<double> start_level_;  // per rank, the least median of min_steps start steps in a row
+  int64_t start_step_ = 0;           // the step count of the first buffered step
 };
 
 // What the ended spells that lasted longer than `elapsed` steps had left beyond it: their count
