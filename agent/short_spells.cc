@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "agent/cluster_state.h"
 #include "agent/noise_split.h"
@@ -38,6 +39,7 @@ void SpellWatch::reset() {
   start_times_.clear();
   start_ended_.clear();
   start_level_.clear();
+  start_spells_changed_ = false;
   steps_ = 0;
   startup_left_ = 0;
 }
@@ -79,36 +81,52 @@ void SpellWatch::observe_start(size_t i, double t) {
   const size_t k = size_t(options_.min_steps);
   if (times.size() < k) return;  // no step is slow before a reference
   // The rank's level: the least median of min_steps steps in a row, so that a spell begun in the
-  // first steps is not its speed; the reference: the median of the steps within the threshold of it.
-  const std::vector<double> newest(times.end() - std::ptrdiff_t(k), times.end());
-  if (std::all_of(newest.begin(), newest.end(), [](double x) { return std::isfinite(x); }))
-    start_level_[i] = std::min(start_level_[i], median(newest));
-  const double level = start_level_[i];
-  if (!std::isfinite(level)) return;
+  // first steps is not its speed. Where it falls (a few times a run: record lows), every start step
+  // is judged again; otherwise the new one is judged as observe() judges later ones.
+  newest_.assign(times.end() - std::ptrdiff_t(k), times.end());  // kept: no allocation per step
+  if (std::all_of(newest_.begin(), newest_.end(), [](double x) { return std::isfinite(x); })) {
+    // Their median; of an odd count (min_steps 3) without a copy.
+    std::nth_element(newest_.begin(), newest_.begin() + std::ptrdiff_t(k / 2), newest_.end());
+    const double m = k % 2 ? newest_[k / 2] : median(newest_);
+    if (m < start_level_[i]) {
+      start_level_[i] = m;
+      rejudge_start(i);
+      return;
+    }
+  }
+  if (std::isfinite(start_level_[i])) judge_start_step(i, times.size() - 1);
+}
+
+void SpellWatch::rejudge_start(size_t i) {
+  // The reference: the median of the steps within the threshold of the level.
   std::vector<double> calm;
-  for (double x : times) {
-    if (x <= threshold_[i] * level) calm.push_back(x);  // false for an unusable step (NaN)
+  for (double x : start_times_[i]) {
+    if (x <= threshold_[i] * start_level_[i]) calm.push_back(x);  // false for an unusable step (NaN)
   }
   reference_[i].alpha = median(calm);
-  // Every start step judged again against it, as observe() judges later ones.
   run_steps_[i] = 0;
   disturbed_[i] = 0;
+  start_spells_changed_ |= !start_ended_[i].empty();
   start_ended_[i].clear();
-  for (size_t j = 0; j < times.size(); ++j) {
-    if (!std::isfinite(times[j])) continue;  // an unusable step, as observe() skips it
-    if (times[j] > threshold_[i] * reference_[i].alpha) {
-      if (run_steps_[i]++ == 0)
-        run_start_[i] = start_step_ + int64_t(j), disturbed_[i] &= uint8_t(~RankTimeModels::kSpellEnded);
-      if (run_steps_[i] == options_.min_steps)
-        disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellBegan;
-      continue;
-    }
-    if (run_steps_[i] >= options_.min_steps) {
-      disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellEnded;
-      start_ended_[i].push_back({run_start_[i] + run_steps_[i], run_steps_[i]});
-    }
-    run_steps_[i] = 0;
+  for (size_t j = 0; j < start_times_[i].size(); ++j) judge_start_step(i, j);
+}
+
+void SpellWatch::judge_start_step(size_t i, size_t j) {
+  const double t = start_times_[i][j];
+  if (!std::isfinite(t)) return;  // an unusable step, as observe() skips it
+  if (t > threshold_[i] * reference_[i].alpha) {
+    if (run_steps_[i]++ == 0)
+      run_start_[i] = start_step_ + int64_t(j), disturbed_[i] &= uint8_t(~RankTimeModels::kSpellEnded);
+    if (run_steps_[i] == options_.min_steps)
+      disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellBegan;
+    return;
   }
+  if (run_steps_[i] >= options_.min_steps) {
+    disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellEnded;
+    start_ended_[i].push_back({run_start_[i] + run_steps_[i], run_steps_[i]});
+    start_spells_changed_ = true;
+  }
+  run_steps_[i] = 0;
 }
 
 void SpellWatch::gather_start_spells() {
@@ -163,11 +181,9 @@ void SpellWatch::observe(const std::vector<double>& compute_s) {
     ++steps_;
     return;
   }
-  bool started = false;
   for (size_t i = 0; i < n; ++i) {
     if (starting(i)) {
       observe_start(i, compute_s[i] > 0 && std::isfinite(compute_s[i]) ? compute_s[i] : std::nan(""));
-      started = true;
       continue;
     }
     const double expected = reference_[i].valid ? reference_[i].at(batch_[i]) : 0;
@@ -191,7 +207,7 @@ void SpellWatch::observe(const std::vector<double>& compute_s) {
     run_steps_[i] = 0;
     if (calibrating_[i]) calibrate(i, ratio);
   }
-  if (started) gather_start_spells();  // the start's spells, judged again, are every spell ended so far
+  if (std::exchange(start_spells_changed_, false)) gather_start_spells();  // every spell ended so far
   ++steps_;
 }
 

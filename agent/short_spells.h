@@ -50,8 +50,8 @@ class SpellWatch {
   // to: each rank's reference is then its own steps' median, from its steps after the
   // kStartupSteps that start-up costs inflate, at the batch it starts with (observe() arms it so
   // after a reset; the first arm() ends it). Which steps: those within the threshold of the least
-  // median of min_steps steps in a row, and every start step is judged again against it as each
-  // new one comes (kStartSteps at most), so that a spell begun in the first steps is no reference:
+  // median of min_steps steps in a row, and every start step is judged again against it when that
+  // level falls (kStartSteps at most), so that a spell begun in the first steps is no reference:
   // calibrated on the first 3 steps, two of them a spell's, the reference was the spell's speed,
   // the spell went unseen, and its mean moved equal ranks to [31, 37, 30, 30] on the real spells
   // cell (2 runs of 4; docs/AGENT.md item 35). A spell in the first window is
@@ -88,8 +88,12 @@ class SpellWatch {
   void calibrate(size_t i, double ratio);
   // Rank i runs on its start reference and has fewer than kStartSteps steps buffered.
   bool starting(size_t i) const;
-  // One start step of rank i (NaN: unusable): the start reference and the start's spells anew.
+  // One start step of rank i (NaN: unusable), toward its start reference and the start's spells.
   void observe_start(size_t i, double t);
+  // Rank i's start reference from its steps near its level, and every start step judged against it.
+  void rejudge_start(size_t i);
+  // Rank i's start step j against its start reference, as observe() judges a step.
+  void judge_start_step(size_t i, size_t j);
   // ended_ from every rank's start spells.
   void gather_start_spells();
   // Every per-rank vector sized to n ranks, each rank without a reference.
@@ -117,8 +121,10 @@ class SpellWatch {
   static constexpr size_t kStartSteps = 64;
   std::vector<std::vector<double>> start_times_;
   std::vector<std::vector<std::pair<int64_t, int64_t>>> start_ended_;  // (end step, length) per rank
-  std::vector<double> start_level_;  // per rank, the least median of min_steps start steps in a row
-  int64_t start_step_ = 0;           // the step count of the first buffered step
+  std::vector<double> start_level_;    // per rank, the least median of min_steps start steps in a row
+  int64_t start_step_ = 0;             // the step count of the first buffered step
+  bool start_spells_changed_ = false;  // since ended_ was last gathered from start_ended_
+  std::vector<double> newest_;         // scratch: a rank's newest min_steps start steps
 };
 
 // What the ended spells that lasted longer than `elapsed` steps had left beyond it: their count

@@ -137,6 +137,28 @@ void BM_StepCheck(benchmark::State& st) {
 }
 BENCHMARK(BM_StepCheck)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
+// The same check before the run's first decision, where each rank's start steps are judged again at
+// every step (SpellWatch's start references, docs/AGENT.md item 35): the first 66 steps of a fresh
+// policy (2 start-up steps, then the 64 kept at most), per step.
+void BM_StartStepCheck(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  std::mt19937_64 rng(1);
+  const ClusterState s = make_state(n, rng);
+  std::normal_distribution<double> z(0, 0.05);
+  std::vector<std::vector<double>> steps(66, std::vector<double>(n));
+  for (auto& step : steps)
+    for (int i = 0; i < n; ++i) step[i] = s.nodes[i].compute_s * (1 + z(rng));
+  for (auto _ : st) {
+    st.PauseTiming();
+    auto policy = shipped_policy(false);
+    st.ResumeTiming();
+    for (const auto& step : steps) benchmark::DoNotOptimize(policy->wants_decision(step));
+  }
+  st.SetItemsProcessed(st.iterations() * int64_t(steps.size()));
+  st.SetLabel(std::to_string(n) + " ranks, 66 steps an iteration");
+}
+BENCHMARK(BM_StartStepCheck)->Arg(32)->Arg(1024)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace dynamix
 
