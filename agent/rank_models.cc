@@ -147,7 +147,8 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
         // faster than that window's model, which could not restart, and the plan crawled back over
         // 60-240 steps; docs/AGENT.md item 36).
         const bool first_window = h.size() == 1 && !h.front().after_restart;
-        const bool first_beyond = first_window && m.alpha == 0 && h.front().batch != double(r.batch_size) &&
+        // (A one-window model is the proportional prior: kMinAffineObservations.)
+        const bool first_beyond = first_window && h.front().batch != double(r.batch_size) &&
                                   beyond_extrapolation(measured, predicted, h.front().batch, r.batch_size,
                                                        options_.change_threshold);
         const bool first_judged = first_window && h.front().batch == double(r.batch_size);

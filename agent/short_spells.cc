@@ -85,9 +85,7 @@ void SpellWatch::observe_start(size_t i, double t) {
   // is judged again; otherwise the new one is judged as observe() judges later ones.
   newest_.assign(times.end() - std::ptrdiff_t(k), times.end());  // kept: no allocation per step
   if (std::all_of(newest_.begin(), newest_.end(), [](double x) { return std::isfinite(x); })) {
-    // Their median; of an odd count (min_steps 3) without a copy.
-    std::nth_element(newest_.begin(), newest_.begin() + std::ptrdiff_t(k / 2), newest_.end());
-    const double m = k % 2 ? newest_[k / 2] : median(newest_);
+    const double m = median_in_place(newest_);
     if (m < start_level_[i]) {
       start_level_[i] = m;
       rejudge_start(i);
@@ -114,19 +112,25 @@ void SpellWatch::rejudge_start(size_t i) {
 void SpellWatch::judge_start_step(size_t i, size_t j) {
   const double t = start_times_[i][j];
   if (!std::isfinite(t)) return;  // an unusable step, as observe() skips it
-  if (t > threshold_[i] * reference_[i].alpha) {
-    if (run_steps_[i]++ == 0)
-      run_start_[i] = start_step_ + int64_t(j), disturbed_[i] &= uint8_t(~RankTimeModels::kSpellEnded);
-    if (run_steps_[i] == options_.min_steps)
-      disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellBegan;
-    return;
-  }
-  if (run_steps_[i] >= options_.min_steps) {
-    disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellEnded;
-    start_ended_[i].push_back({run_start_[i] + run_steps_[i], run_steps_[i]});
+  const int64_t step = start_step_ + int64_t(j);
+  if (const int32_t length = count_step(i, t > threshold_[i] * reference_[i].alpha, step)) {
+    start_ended_[i].push_back({step, length});
     start_spells_changed_ = true;
   }
+}
+
+int32_t SpellWatch::count_step(size_t i, bool slow, int64_t step) {
+  if (slow) {
+    // A slow step after a spell ended: it is not over (a noisy rank's slowdown breaks into runs).
+    if (run_steps_[i]++ == 0) run_start_[i] = step, disturbed_[i] &= uint8_t(~RankTimeModels::kSpellEnded);
+    if (run_steps_[i] == options_.min_steps)
+      disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellBegan;
+    return 0;
+  }
+  const int32_t length = run_steps_[i] >= options_.min_steps ? run_steps_[i] : 0;
+  if (length > 0) disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellEnded;
   run_steps_[i] = 0;
+  return length;
 }
 
 void SpellWatch::gather_start_spells() {
@@ -191,21 +195,12 @@ void SpellWatch::observe(const std::vector<double>& compute_s) {
     const double ratio = compute_s[i] / expected;
     // While calibrating at a new batch, a step is slow only beyond what the model can miss by there
     // (a spell begun right after a plan change: its steps calibrated the reference, and hid it).
-    if (ratio > threshold_[i] * scale_[i] * (calibrating_[i] ? miss_[i] : 1.0)) {
-      // A slow step after a spell ended: it is not over (a noisy rank's slowdown breaks into runs).
-      if (run_steps_[i]++ == 0)
-        run_start_[i] = steps_, disturbed_[i] &= uint8_t(~RankTimeModels::kSpellEnded);
-      if (run_steps_[i] == options_.min_steps)
-        disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellBegan;
-      continue;
-    }
-    if (run_steps_[i] >= options_.min_steps) {
-      disturbed_[i] |= RankTimeModels::kSpellSeen | RankTimeModels::kSpellEnded;
-      ended_.push_front(run_steps_[i]);
+    const bool slow = ratio > threshold_[i] * scale_[i] * (calibrating_[i] ? miss_[i] : 1.0);
+    if (const int32_t length = count_step(i, slow, steps_)) {
+      ended_.push_front(length);
       if (ended_.size() > options_.newest) ended_.pop_back();
     }
-    run_steps_[i] = 0;
-    if (calibrating_[i]) calibrate(i, ratio);
+    if (!slow && calibrating_[i]) calibrate(i, ratio);
   }
   if (std::exchange(start_spells_changed_, false)) gather_start_spells();  // every spell ended so far
   ++steps_;

@@ -94,6 +94,9 @@ class SpellWatch {
   void rejudge_start(size_t i);
   // Rank i's start step j against its start reference, as observe() judges a step.
   void judge_start_step(size_t i, size_t j);
+  // One step of rank i at step count `step`, slow or not, in its run of slow steps and its flags;
+  // the length of the spell it ended (0: none).
+  int32_t count_step(size_t i, bool slow, int64_t step);
   // ended_ from every rank's start spells.
   void gather_start_spells();
   // Every per-rank vector sized to n ranks, each rank without a reference.

@@ -8,13 +8,17 @@
 
 namespace dynamix {
 
-// The middle value (the mean of the two middle ones for an even count); NaN when empty.
-inline double median(std::vector<double> v) {
+// The middle value (the mean of the two middle ones for an even count); NaN when empty. Sorts `v`:
+// for a buffer kept to be reused (no allocation per call).
+inline double median_in_place(std::vector<double>& v) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
   const size_t m = v.size() / 2;
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
+
+// The same of a copy.
+inline double median(std::vector<double> v) { return median_in_place(v); }
 
 // Standard deviations within which the extremes of n normal draws fall with little chance of more:
 // 1 + sqrt(2 ln n) (sqrt(2 ln n) is the expected maximum's growth). A difference among n noisy
