@@ -45,11 +45,13 @@ def main():
             fail(f"summary's final accuracy {summary['final_test_accuracy']} is not the last evaluation's")
         # The emulation sleeps 3x rank 1's own evaluation time on top of it (4x in all): with equal
         # shares its evaluation takes several times rank 0's; half of that leaves room for noise.
-        for e in even:
-            t0, t1 = e["eval_time"]
-            if t1 < 2 * t0:
-                fail(f"step {e['step']}: rank 1 (emulated 4x slower) evaluated its half in {t1:.4f} s, rank 0 "
-                     f"in {t0:.4f} s: evaluation is not paced by hetero.slowdown")
+        # Each rank's quickest evaluation is compared, so that one evaluation of rank 0 preempted on
+        # a loaded machine (seen under ctest -j2: 1.75x) does not read as missing pacing.
+        t0 = min(e["eval_time"][0] for e in even)
+        t1 = min(e["eval_time"][1] for e in even)
+        if t1 < 2 * t0:
+            fail(f"rank 1 (emulated 4x slower) evaluated its half in {t1:.4f} s at best, rank 0 "
+                 f"in {t0:.4f} s: evaluation is not paced by hetero.slowdown")
         print("ok: shares", [e["test_samples"] for e in split], "times even", [e["eval_time"] for e in even])
     print("PASSED")
 
