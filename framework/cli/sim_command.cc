@@ -22,6 +22,10 @@ SimRunOptions sim_options_from_file(const std::string& path, const std::vector<s
   o.config = parse_sim_config(config.sim_yaml, path);
   const int nodes = o.config.nodes;
   validate_for_world(config, nodes);
+  DYNAMIX_CHECK(!config.policy.shadow,
+                path +
+                    ": policy.shadow is for dynamix train (a simulated run that keeps its "
+                    "plan is static's): remove it here");
   o.initial_plan = initial_batches(config, nodes);
   o.bounds.min = config.batch.min;
   o.bounds.max.assign(static_cast<size_t>(nodes), config.batch.max);

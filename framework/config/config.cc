@@ -197,6 +197,7 @@ Fields policy_fields(PolicyConfig& pc, const YamlReader& r) {
        }},
       {"checkpoint", [&](const Node& v, const Path& p) { pc.checkpoint = r.string(v, p); }},
       {"learn", [&](const Node& v, const Path& p) { pc.learn = r.boolean(v, p); }},
+      {"shadow", [&](const Node& v, const Path& p) { pc.shadow = r.boolean(v, p); }},
       {"min_move_gain",
        [&](const Node& v, const Path& p) {
          pc.min_move_gain = r.number(v, p);

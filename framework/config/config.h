@@ -84,6 +84,11 @@ struct PolicyConfig {
   int64_t window = 20;     // decision window in steps
   std::string checkpoint;  // dynamix: policy file; empty = the shipped policy; "none" = from scratch
   bool learn = false;      // dynamix: fine-tune online (false: inference only)
+  // Any policy: decide every window and log the plan it proposes (decisions.jsonl "proposed"), but
+  // keep the plan in force: a dry run on a real cluster, and a control that measures what running
+  // the policy costs apart from its moves. The policy is not told: it sees the plan kept as the
+  // ranks' batches. `dynamix train` only (a simulated run in shadow is static's).
+  bool shadow = false;
   // dynamix: the share of the slowest rank's step a plan move must forecast to gain, in [0, 1),
   // at most (less where the models forecast within the ranks' noise); unset = the agent's default
   // (DynamixOptions::min_move_gain, docs/AGENT.md items 19 and 22).

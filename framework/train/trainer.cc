@@ -281,6 +281,10 @@ void Trainer::prepare() {
     torch::manual_seed(config_.train.seed + 1000003ULL * static_cast<uint64_t>(rank_) + 1);
   }
   buffers_averaged_step_ = progress_.step;  // rank 0's buffers everywhere (broadcast or checkpoint)
+  if (config_.policy.shadow) {
+    log("policy.shadow: " + config_.policy.name +
+        " decides every window and decisions.jsonl logs its plan as \"proposed\"; the plan in force is kept");
+  }
   if (rank_ == 0 && options_.write_outputs) {
     outputs_ = std::make_unique<RunOutputs>(config_.output.dir, options_.resume, progress_.step,
                                             config_.output.sample_log);

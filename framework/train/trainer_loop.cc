@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <numeric>
 #include <sstream>
+#include <utility>
 
 #include "agent/plan_projection.h"
 #include "framework/comm/mpi_runtime.h"
@@ -237,6 +238,9 @@ void Trainer::decide_window() {
       note = std::string("policy failed (") + e.what() + "); kept the last plan";
     }
     if (!note.empty()) log("decision " + std::to_string(progress_.windows) + ": " + note);
+    // policy.shadow: the policy's plan is logged, the plan in force kept.
+    std::vector<int32_t> proposed;
+    if (config_.policy.shadow) proposed = std::exchange(next, plan_);
     if (outputs_) {
       nlohmann::json line = {
           {"window", progress_.windows},
@@ -247,6 +251,7 @@ void Trainer::decide_window() {
           {"plan", next},
           {"reward", plan.has_reward ? nlohmann::json(plan.reward) : nlohmann::json(nullptr)}};
       if (!plan.note.empty() || !note.empty()) line["note"] = note.empty() ? plan.note : note;
+      if (config_.policy.shadow) line["proposed"] = proposed;
       nlohmann::json recs = nlohmann::json::array();
       for (const auto& r : state.nodes) {
         recs.push_back({{"rank", r.rank},

@@ -83,6 +83,7 @@ def cases(d):
                                     "homogeneous_hold,recurring_hold,short_spells,slowdown_return,level_shifts]"],
         "dynamix checkpoint file": ["policy.name=dynamix", f"policy.checkpoint={SHIPPED}"],
         "dynamix learning online": ["policy.name=dynamix", "policy.learn=true"],
+        "dynamix in shadow": ["policy.name=dynamix", "policy.shadow=true"],
         "dynamix untrained, learning": ["policy.name=dynamix", "policy.checkpoint=none", "policy.learn=true"],
         "adaptive B, gns": ["policy.name=gns", "batch.global=adaptive"],
         "adaptive B, dynamix": ["policy.name=dynamix", "batch.global=adaptive"],
