@@ -137,9 +137,9 @@ void BM_StepCheck(benchmark::State& st) {
 }
 BENCHMARK(BM_StepCheck)->Arg(4)->Arg(32)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
-// The same check before the run's first decision, where each rank's start steps are judged again at
-// every step (SpellWatch's start references, docs/AGENT.md item 35): the first 66 steps of a fresh
-// policy (2 start-up steps, then the 64 kept at most), per step.
+// The same check before the run's first decision, where each rank's start steps are kept and judged
+// again when its level falls (SpellWatch's start references, docs/AGENT.md item 35): the first 66
+// steps of a fresh policy (2 start-up steps, then the 64 kept at most), per step.
 void BM_StartStepCheck(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
   std::mt19937_64 rng(1);
