@@ -266,6 +266,7 @@ ShortSpells::Verdict ShortSpells::judge(const SpellWatch& watch,
   });
   if (!held_.empty() && !held_open) {
     v.held_spell_ended = true;
+    v.held = held_;
     reset();
   }
   if (open.empty() || forecast.size() != n || next.size() != n || next == current) return v;

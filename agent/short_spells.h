@@ -148,7 +148,8 @@ class ShortSpells {
     // The ranks the held spell slowed are back at their speed: the plan held through it already
     // fits them, and the recovery's decision is judged as an ordinary one.
     bool held_spell_ended = false;
-    std::string note;  // with hold: the figures compared, for decisions.jsonl
+    std::vector<size_t> held;  // with held_spell_ended: the ranks the held spell slowed
+    std::string note;          // with hold: the figures compared, for decisions.jsonl
   };
 
   void reset();

@@ -27,6 +27,8 @@ class SlowdownReturn {
                const std::vector<int32_t>& next);
   // The plan before the slowdown, once every rank it slowed is back (nullptr: none to offer).
   const std::vector<int32_t>* offer(const RankTimeModels& models) const;
+  // The ranks whose slowdowns were followed since the plan before (one flag per rank; empty: none).
+  const std::vector<bool>& slowed() const { return slowed_; }
 
  private:
   bool ranks_back(const RankTimeModels& models) const;

@@ -130,6 +130,9 @@ class DynamixPolicy : public BatchPolicy {
                         BatchPlan& plan) const;
   // Takes SlowdownReturn's plan into `plan` where the split of the speeds now does not beat it by
   // move_floor() over `horizon` steps (docs/AGENT.md item 25).
+  // Every rank flagged in `ranks` (at least one) was in a spell since the last decision
+  // (SpellWatch::disturbed's kSpellSeen) and is in none now.
+  bool spells_over(const std::vector<bool>& ranks) const;
   void restore_plan_before_slowdown(const BalanceView& view, const std::vector<int32_t>& current,
                                     const BatchBounds& bounds, const std::vector<double>& centre,
                                     int32_t horizon, BatchPlan& plan);

@@ -364,6 +364,7 @@ BalanceView balance_view(const ClusterState& s, const RankTimeModels& models, do
     hedge = hedge_recurring(s, models, global_batch, lo, hi, ChangeAlarm::latency_steps());
   if (hedge.hold) {
     v.equal_ranks = false;  // the slow phase's plan is uneven for a reason the levels need not show
+    v.recurring_hold = true;
     v.slow = v.fast = std::move(hedge.plan);
     v.note = "recurring slowdown: the slow phase's plan held (" + std::to_string(hedge.hold_cost) +
              " s per cycle against " + std::to_string(hedge.follow_cost) + " s following it)";

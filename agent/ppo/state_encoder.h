@@ -31,6 +31,8 @@ struct BalanceView {
   // The homogeneous hold (docs/AGENT.md items 12, 29) found every rank's fitted level within its
   // noise of the others', outside tracking and with no recurring hold: the equal split is balanced.
   bool equal_ranks = false;
+  // The recurring hold (agent/recurring_slowdown.h) set the proposals: the slow phase's plan.
+  bool recurring_hold = false;
   std::string note;  // a rule that shaped the proposals, for decisions.jsonl
 };
 // `rules`: those off leave their proposals' shaping out (noise split, the holds, tracking).
