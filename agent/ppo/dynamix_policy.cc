@@ -451,10 +451,11 @@ void DynamixPolicy::restore_plan_before_slowdown(const BalanceView& view, const 
   if (back != *before) return;
   // Every followed slowdown was a spell that SpellWatch saw since the last decision and sees no
   // more, the models back at the rank's speed before it too (offer()): the plan before fits the
-  // cluster again, and the models' windows at the followed plan are no evidence against it. On real CPU ranks
-  // a step's time per sample grows with the batch (caches), so the models that fitted the followed plan read
-  // the ranks it shrank as faster and the ranks it grew as slower, and the split of their return moved equal
-  // ranks to [30, 29, 35, 34] and kept it for 80 steps (docs/AGENT.md item 37).
+  // cluster again, and the models' windows at the followed plan are no evidence against it. On
+  // this project's 2-core VM a core's time grows faster than its work (caches), so the models
+  // fitted at the followed plan read the ranks it shrank as faster and the ranks it grew as
+  // slower, and the split of their return moved equal ranks to [30, 29, 35, 34], which the move
+  // floor kept for 80 steps (docs/AGENT.md item 37).
   std::string why;
   // Not under the recurring hold, whose slow phase's plan is meant to outlast each phase.
   if (!view.recurring_hold && spells_over(slowdown_return_.slowed()))

@@ -129,7 +129,8 @@ class DynamixPolicy : public BatchPolicy {
                         const std::vector<double>& desired, const BatchBounds& bounds, int32_t horizon,
                         BatchPlan& plan) const;
   // Takes SlowdownReturn's plan into `plan` where the split of the speeds now does not beat it by
-  // move_floor() over `horizon` steps (docs/AGENT.md item 25).
+  // move_floor() over `horizon` steps (docs/AGENT.md item 25), or where every slowdown it followed
+  // was a spell that is over (spells_over; item 37), outside the recurring hold.
   // Every rank flagged in `ranks` (at least one) was in a spell since the last decision
   // (SpellWatch::disturbed's kSpellSeen) and is in none now.
   bool spells_over(const std::vector<bool>& ranks) const;
