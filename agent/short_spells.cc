@@ -265,8 +265,7 @@ ShortSpells::Verdict ShortSpells::judge(const SpellWatch& watch,
     return std::find(held_.begin(), held_.end(), o.rank) != held_.end();
   });
   if (!held_.empty() && !held_open) {
-    v.held_spell_ended = true;
-    v.held = held_;
+    v.ended = held_;
     reset();
   }
   if (open.empty() || forecast.size() != n || next.size() != n || next == current) return v;

@@ -145,11 +145,11 @@ class ShortSpells {
 
   struct Verdict {
     bool hold = false;
-    // The ranks the held spell slowed are back at their speed: the plan held through it already
-    // fits them, and the recovery's decision is judged as an ordinary one.
-    bool held_spell_ended = false;
-    std::vector<size_t> held;  // with held_spell_ended: the ranks the held spell slowed
-    std::string note;          // with hold: the figures compared, for decisions.jsonl
+    // The ranks a spell held through slowed, once they are back at their speed (empty otherwise):
+    // the plan held through it already fits them, and DynamixPolicy keeps it (docs/AGENT.md item 37).
+    std::vector<size_t> ended;
+    std::string note;  // with hold: the figures compared, for decisions.jsonl
+    bool held_spell_ended() const { return !ended.empty(); }
   };
 
   void reset();

@@ -276,7 +276,7 @@ TEST(ShortSpells, TheEndOfAHeldSpellIsReported) {
   ShortSpells spells;
   ASSERT_TRUE(spells.judge(w, m.models(), {}, plan, followed, 1.0, 4).hold);
   w.observe(step_times(m, plan, 1, 1.0));
-  EXPECT_TRUE(spells.judge(w, m.models(), {}, plan, {33, 31, 32, 32}, 1.0, 4).held_spell_ended);
+  EXPECT_TRUE(spells.judge(w, m.models(), {}, plan, {33, 31, 32, 32}, 1.0, 4).held_spell_ended());
 }
 
 // A rank slowed 4x for one window is moved to 11 samples; the next window it is back. Its models'
