@@ -67,12 +67,24 @@ void RankTimeModels::reset() {
   scored_windows_ = 0;
 }
 
+std::vector<double> RankTimeModels::fit_weights(const std::deque<Observation>& obs) const {
+  std::vector<double> w(obs.size());
+  double most = 0;
+  for (const Observation& o : obs) most = std::max(most, o.count);
+  for (size_t k = 0; k < obs.size(); ++k) {
+    const double share = most > 0 && obs[k].count > 0 ? obs[k].count / most : 1.0;
+    w[k] = age_weight_[obs.size() - 1 - k] * share;
+  }
+  return w;
+}
+
 RankTimeModels::Model RankTimeModels::fit(const std::deque<Observation>& obs) const {
   Model m;
   if (obs.empty()) return m;
   const size_t n = obs.size();
-  // Every time has the same noise; the weights only discount age (the newest weighs 1).
-  auto point = [&](size_t k) { return WeightedPoint{obs[k].batch, obs[k].seconds, age_weight_[n - 1 - k]}; };
+  // A window's mean scatters less the more steps it has: the weights discount age and short windows.
+  const std::vector<double> w = fit_weights(obs);
+  auto point = [&](size_t k) { return WeightedPoint{obs[k].batch, obs[k].seconds, w[k]}; };
   auto [lo, hi] = std::minmax_element(
       obs.begin(), obs.end(), [](const Observation& a, const Observation& b) { return a.batch < b.batch; });
   if (n >= size_t(kMinAffineObservations) && hi->batch - lo->batch >= 0.5) {
@@ -184,7 +196,8 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
       if (reading.restarted || flags == 0 || first_open) {
         h.push_back({double(r.batch_size), after_only ? r.compute_recent_s : r.compute_s,
                      scatter ? rel_var : 0, scatter ? double(r.steps) : 0,
-                     (reading.restarted || first_open) && h.empty()});
+                     (reading.restarted || first_open) && h.empty(),
+                     double(std::max<int64_t>(1, after_only ? recent_steps(r.steps) : r.steps))});
         while (h.size() > size_t(options_.history)) h.pop_front();
         models_[i] = fit(h);
       }
@@ -201,9 +214,10 @@ bool RankTimeModels::prior_bounds_growth(size_t i, double batch) const {
   // The weighted fit through the origin of times alpha + beta·b has slope beta + alpha·Σwb/Σwb²,
   // so it overestimates the time at b exactly where b >= Σwb²/Σwb (alpha >= 0).
   const std::deque<Observation>& h = history_[i];
+  const std::vector<double> weights = fit_weights(h);
   double wb = 0, wbb = 0;
   for (size_t k = 0; k < h.size(); ++k) {
-    const double w = age_weight_[h.size() - 1 - k];
+    const double w = weights[k];
     wb += w * h[k].batch, wbb += w * h[k].batch * h[k].batch;
   }
   return wb > 0 && batch >= wbb / wb;

@@ -130,7 +130,11 @@ class RankTimeModels {
     double rel_var = 0;          // the window's per-step relative variance of compute time (0: unknown)
     double steps = 0;            // the steps it came from (0: a restart window, whose scatter is not noise)
     bool after_restart = false;  // the window that restarted the model
+    double count = 1;            // the steps its time is the mean of (a restart's: its last quarter's)
   };
+  // The weight of obs[k] in a fit: its age's (forget^age) times its steps against the most steps
+  // any kept window has, so that a window cut short by a decision weighs as little as it tells.
+  std::vector<double> fit_weights(const std::deque<Observation>& obs) const;
   void read_step_noise(const std::deque<Observation>& obs, Reading& reading) const;
   // Rank i's last restart was a slowdown, and a time t at `batch` undoes at least half of it.
   bool undoes_slowdown(size_t i, double batch, double predicted, double t) const;

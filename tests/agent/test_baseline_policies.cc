@@ -165,6 +165,32 @@ TEST(RankModels, TheProportionalPriorBoundsGrowthFromAbove) {
   EXPECT_FALSE(m.prior_bounds_growth(0, 64));
 }
 
+// A window cut short by a decision (4 steps, after three windows of 20) weighs as its steps tell:
+// its mean, 20 % fast by noise, moves the model at 32 by 2 % (by 7 % were every window weighed
+// alike), where a full window at that time moves it by as much as the age weights say.
+TEST(RankModels, AWindowCutShortWeighsAsItsSteps) {
+  auto run = [](int32_t last_steps) {
+    RankTimeModels m;
+    auto observe = [&](double seconds, int32_t steps) {
+      ClusterState s;
+      NodeRecord r;
+      r.batch_size = 32;
+      r.steps = steps;
+      r.compute_s = seconds;
+      s.nodes.push_back(r);
+      m.observe(s);
+    };
+    for (int w = 0; w < 3; ++w) observe(0.030, 20);
+    observe(0.024, last_steps);
+    return m.models()[0].at(32);
+  };
+  const double alike = (0.024 + 0.030 * (0.8 + 0.64 + 0.512)) / (1 + 0.8 + 0.64 + 0.512);  // 0.02797
+  EXPECT_NEAR(run(20), alike, 1e-9);
+  const double short_window = (0.2 * 0.024 + 0.030 * (0.8 + 0.64 + 0.512)) / (0.2 + 0.8 + 0.64 + 0.512);
+  EXPECT_NEAR(run(4), short_window, 1e-9);  // 0.02944
+  EXPECT_GT(run(4), 0.98 * 0.030);
+}
+
 // Ranks sharing cores: a proportional rank (t = beta·b) whose window means wander 12 % from window
 // to window, whatever its batch, observed as a plan holds and moves within 47..59. An affine fit of
 // such windows often finds a slope near 0 and an intercept near the whole time, and a fixed cost
