@@ -21,7 +21,7 @@ enum class Rule : uint8_t {
   kHomogeneousHold,  // equal ranks, or a first window's noise, keep their plan (items 12, 13, 18, 23, 29, 30)
   kRecurringHold,    // interference that keeps coming back: its slow phase's plan held (item 16)
   kShortSpells,      // spells that end too soon to follow are held through, kept at their end (24, 37)
-  kSlowdownReturn,   // back from a followed slowdown: the plan before it restored (items 25, 26, 37)
+  kSlowdownReturn,   // back from a followed slowdown: the plan before it restored (items 25, 26, 37, 38)
   kLevelShifts,      // a clear change of speed under the restart threshold restarts a model (item 28)
   kCount
 };
