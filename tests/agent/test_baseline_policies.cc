@@ -34,6 +34,19 @@ ClusterState make_state(const std::vector<int32_t>& b, const std::vector<double>
   return s;
 }
 
+// One rank's window for the rank models: its batch, mean compute time, steps (0: unknown) and last
+// quarter's mean (0: none).
+ClusterState one_rank_window(int32_t batch, double compute, int32_t steps = 0, double recent = 0) {
+  ClusterState s;
+  NodeRecord r;
+  r.batch_size = batch;
+  r.steps = steps;
+  r.compute_s = compute;
+  r.compute_recent_s = recent;
+  s.nodes.push_back(r);
+  return s;
+}
+
 TEST(BaselineTest, StaticKeepsItsPlan) {
   StaticPolicy uniform({{32}});
   const ClusterState s = make_state({10, 20, 30, 68}, {1, 1, 1, 1}, true, 128);
@@ -171,17 +184,8 @@ TEST(RankModels, TheProportionalPriorBoundsGrowthFromAbove) {
 TEST(RankModels, AWindowCutShortWeighsAsItsSteps) {
   auto run = [](int32_t last_steps) {
     RankTimeModels m;
-    auto observe = [&](double seconds, int32_t steps) {
-      ClusterState s;
-      NodeRecord r;
-      r.batch_size = 32;
-      r.steps = steps;
-      r.compute_s = seconds;
-      s.nodes.push_back(r);
-      m.observe(s);
-    };
-    for (int w = 0; w < 3; ++w) observe(0.030, 20);
-    observe(0.024, last_steps);
+    for (int w = 0; w < 3; ++w) m.observe(one_rank_window(32, 0.030, 20));
+    m.observe(one_rank_window(32, 0.024, last_steps));
     return m.models()[0].at(32);
   };
   const double alike = (0.024 + 0.030 * (0.8 + 0.64 + 0.512)) / (1 + 0.8 + 0.64 + 0.512);  // 0.02797
@@ -228,15 +232,7 @@ TEST(RankModels, NoFixedCostFromTimesThatWanderOverANarrowRangeOfBatches) {
 // restart (one observation cannot restart). With restart_at_recent the model starts from the last
 // quarter: the next window confirms it.
 TEST(RankModels, ARestartStartsFromTheWindowsLastQuarter) {
-  auto window = [](double compute, double recent) {
-    ClusterState s;
-    NodeRecord r;
-    r.batch_size = 32;
-    r.compute_s = compute;
-    r.compute_recent_s = recent;
-    s.nodes.push_back(r);
-    return s;
-  };
+  auto window = [](double compute, double recent) { return one_rank_window(32, compute, 0, recent); };
   for (bool at_recent : {false, true}) {
     RankTimeModels::Options o;
     o.restart_at_recent = at_recent;
@@ -261,14 +257,7 @@ TEST(RankModels, ARestartStartsFromTheWindowsLastQuarter) {
 // another batch the miss may be the proportional prior's (a fixed cost read as per-sample time),
 // and the window joins the history instead.
 TEST(RankModels, TheSecondWindowAtTheSameBatchCanRestart) {
-  auto window = [](int32_t batch, double compute) {
-    ClusterState s;
-    NodeRecord r;
-    r.batch_size = batch;
-    r.compute_s = compute;
-    s.nodes.push_back(r);
-    return s;
-  };
+  auto window = [](int32_t batch, double compute) { return one_rank_window(batch, compute); };
   RankTimeModels same;
   same.observe(window(32, 0.1));
   same.observe(window(32, 0.4));
