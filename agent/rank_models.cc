@@ -195,9 +195,8 @@ void RankTimeModels::observe(const ClusterState& state, const std::vector<uint8_
       const bool scatter = !reading.restarted && !first_open && r.steps >= 2 && std::isfinite(rel_var);
       if (reading.restarted || flags == 0 || first_open) {
         h.push_back({double(r.batch_size), after_only ? r.compute_recent_s : r.compute_s,
-                     scatter ? rel_var : 0, scatter ? double(r.steps) : 0,
-                     (reading.restarted || first_open) && h.empty(),
-                     double(std::max<int64_t>(1, after_only ? recent_steps(r.steps) : r.steps))});
+                     double(std::max<int64_t>(1, after_only ? recent_steps(r.steps) : r.steps)), scatter,
+                     scatter ? rel_var : 0, (reading.restarted || first_open) && h.empty()});
         while (h.size() > size_t(options_.history)) h.pop_front();
         models_[i] = fit(h);
       }
@@ -268,9 +267,9 @@ void RankTimeModels::read_step_noise(const std::deque<Observation>& obs, Reading
   std::vector<double> variances;
   double steps = 0;
   for (const Observation& o : obs) {
-    if (o.steps < 2) continue;
+    if (!o.scatter) continue;
     variances.push_back(o.rel_var);
-    steps += o.steps;
+    steps += o.count;
   }
   reading.step_noise = variances.empty() ? 0 : std::sqrt(median(variances));
   reading.noise_steps = steps / kMedianVarianceCost;

@@ -127,10 +127,12 @@ class RankTimeModels {
  private:
   struct Observation {
     double batch, seconds;
-    double rel_var = 0;          // the window's per-step relative variance of compute time (0: unknown)
-    double steps = 0;            // the steps it came from (0: a restart window, whose scatter is not noise)
+    double count = 1;  // the steps its time is the mean of (a restart's: its last quarter's)
+    // The window's per-step relative variance of compute time, where its scatter is step noise (not
+    // a restart window's, which mixes the before and the after; 2 steps or more): else unknown.
+    bool scatter = false;
+    double rel_var = 0;
     bool after_restart = false;  // the window that restarted the model
-    double count = 1;            // the steps its time is the mean of (a restart's: its last quarter's)
   };
   // The weight of obs[k] in a fit: its age's (forget^age) times its steps against the most steps
   // any kept window has, so that a window cut short by a decision weighs as little as it tells.
