@@ -68,13 +68,11 @@ void RankTimeModels::reset() {
 }
 
 std::vector<double> RankTimeModels::fit_weights(const std::deque<Observation>& obs) const {
+  // Every observation counts at least one step (observe()), so `most` is at least 1.
   std::vector<double> w(obs.size());
-  double most = 0;
+  double most = 1;
   for (const Observation& o : obs) most = std::max(most, o.count);
-  for (size_t k = 0; k < obs.size(); ++k) {
-    const double share = most > 0 && obs[k].count > 0 ? obs[k].count / most : 1.0;
-    w[k] = age_weight_[obs.size() - 1 - k] * share;
-  }
+  for (size_t k = 0; k < obs.size(); ++k) w[k] = age_weight_[obs.size() - 1 - k] * (obs[k].count / most);
   return w;
 }
 
