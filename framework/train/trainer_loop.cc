@@ -13,6 +13,7 @@
 #include "framework/core/clock.h"
 #include "framework/core/error.h"
 #include "framework/core/strings.h"
+#include "framework/train/device.h"
 #include "framework/train/precision.h"
 #include "framework/train/signals.h"
 #include "framework/train/trainer.h"
