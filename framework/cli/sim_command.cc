@@ -26,6 +26,11 @@ SimRunOptions sim_options_from_file(const std::string& path, const std::vector<s
                 path +
                     ": policy.shadow is for dynamix train (a simulated run that keeps its "
                     "plan is static's): remove it here");
+  DYNAMIX_CHECK(
+      config.policy.replay.empty(),
+      path +
+          ": policy.replay is for dynamix train (it replays a run's decisions.jsonl on a real run): "
+          "remove it here");
   o.initial_plan = initial_batches(config, nodes);
   o.bounds.min = config.batch.min;
   o.bounds.max.assign(static_cast<size_t>(nodes), config.batch.max);

@@ -198,6 +198,7 @@ Fields policy_fields(PolicyConfig& pc, const YamlReader& r) {
       {"checkpoint", [&](const Node& v, const Path& p) { pc.checkpoint = r.string(v, p); }},
       {"learn", [&](const Node& v, const Path& p) { pc.learn = r.boolean(v, p); }},
       {"shadow", [&](const Node& v, const Path& p) { pc.shadow = r.boolean(v, p); }},
+      {"replay", [&](const Node& v, const Path& p) { pc.replay = r.string(v, p); }},
       {"min_move_gain",
        [&](const Node& v, const Path& p) {
          pc.min_move_gain = r.number(v, p);
@@ -420,6 +421,11 @@ void check_relations(const Config& c, const ConfigOrigin& origin) {
                            ") must be within ['batch.min', 'batch.max'] = [" + std::to_string(b.min) + ", " +
                            std::to_string(b.max) + "]");
     }
+  }
+  if (c.policy.shadow && !c.policy.replay.empty()) {
+    origin.fail_keys(
+        {"policy.shadow", "policy.replay"},
+        "'policy.shadow' keeps the plan in force and 'policy.replay' replaces it: set one of them");
   }
   if (c.train.nesterov && c.train.momentum <= 0) {
     origin.fail_keys({"train.nesterov", "train.momentum"},

@@ -89,6 +89,10 @@ struct PolicyConfig {
   // the policy costs apart from its moves. The policy is not told: it sees the plan kept as the
   // ranks' batches. `dynamix train` only (a simulated run in shadow is static's).
   bool shadow = false;
+  // Any policy, `dynamix train` only: an earlier run's decisions.jsonl whose plans are put in force
+  // at the steps it lists, the policy's own plan logged as "proposed" (framework/train/plan_replay.h).
+  // Empty: the policy's plans are.
+  std::string replay;
   // dynamix: the share of the slowest rank's step a plan move must forecast to gain, in [0, 1),
   // at most (less where the models forecast within the ranks' noise); unset = the agent's default
   // (DynamixOptions::min_move_gain, docs/AGENT.md items 19 and 22).

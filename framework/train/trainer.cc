@@ -281,6 +281,11 @@ void Trainer::prepare() {
     torch::manual_seed(config_.train.seed + 1000003ULL * static_cast<uint64_t>(rank_) + 1);
   }
   buffers_averaged_step_ = progress_.step;  // rank 0's buffers everywhere (broadcast or checkpoint)
+  if (!config_.policy.replay.empty()) {
+    if (rank_ == 0) replay_ = std::make_unique<PlanReplay>(PlanReplay::load(config_.policy.replay, world_));
+    log("policy.replay: the plans of " + config_.policy.replay + " are put in force at the steps it lists; " +
+        config_.policy.name + " decides there and decisions.jsonl logs its plan as \"proposed\"");
+  }
   if (config_.policy.shadow) {
     log("policy.shadow: " + config_.policy.name +
         " decides every window and decisions.jsonl logs its plan as \"proposed\"; the plan in force is kept");
@@ -628,6 +633,8 @@ void Trainer::record_step(StepState& s) {
     step_compute_.resize(ex.ranks.size());  // kept: no allocation per step
     for (size_t r = 0; r < step_compute_.size(); ++r) step_compute_[r] = ex.ranks[r].compute_s;
     decision_requested_ = policy_->wants_decision(step_compute_);  // sent with the next step
+    // A replayed decision after the next step is asked for now, as the run that made it did.
+    if (replay_ && replay_->plan_after(progress_.step + 1)) decision_requested_ = true;
   }
 }
 

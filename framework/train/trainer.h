@@ -26,6 +26,7 @@
 #include "framework/train/loss_scaler.h"
 #include "framework/train/lr_schedule.h"
 #include "framework/train/objective.h"
+#include "framework/train/plan_replay.h"
 #include "framework/train/progress.h"
 #include "framework/train/run_outputs.h"
 #include "framework/train/sampler.h"
@@ -255,6 +256,7 @@ class Trainer {
   bool stop_agreed_ = false;                 // some rank received a stop signal (agreed in the step exchange)
   bool output_failed_agreed_ = false;        // rank 0 could not write an output (agreed likewise)
   bool decision_requested_ = false;          // rank 0: the policy asked for a decision now
+  std::unique_ptr<PlanReplay> replay_;       // rank 0: policy.replay's plans (empty otherwise)
   bool decide_agreed_ = false;               // that request, seen by every rank in the step exchange
   std::vector<double> step_compute_;         // rank 0: every rank's compute time of the last step
   int64_t last_checkpoint_step_ = -1;        // rank 0: the step of the last checkpoint written

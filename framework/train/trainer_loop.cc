@@ -158,8 +158,9 @@ void Trainer::maybe_evaluate(bool force) {
 }
 
 void Trainer::decide_window() {
-  // A request made after this very step (rank 0) is answered by this decision: dropped, not sent.
-  decision_requested_ = false;
+  // A request made after this very step (rank 0) is answered by this decision: dropped, not sent;
+  // but for a replayed decision listed for the next step.
+  decision_requested_ = replay_ && replay_->plan_after(progress_.step + 1);
   NodeRecord mine = window_.take(rank_, bounds_.max[static_cast<size_t>(rank_)]);
   mine.oom_events = window_oom_events_;
   window_oom_events_ = 0;
@@ -239,9 +240,22 @@ void Trainer::decide_window() {
       note = std::string("policy failed (") + e.what() + "); kept the last plan";
     }
     if (!note.empty()) log("decision " + std::to_string(progress_.windows) + ": " + note);
-    // policy.shadow: the policy's plan is logged, the plan in force kept.
+    // policy.shadow: the policy's plan is logged, the plan in force kept. policy.replay: the
+    // policy's plan is logged, the replayed one put in force where the file has one, else kept.
     std::vector<int32_t> proposed;
-    if (config_.policy.shadow) proposed = std::exchange(next, plan_);
+    if (config_.policy.shadow || replay_) proposed = std::exchange(next, plan_);
+    const std::vector<int32_t>* replayed = replay_ ? replay_->plan_after(progress_.step) : nullptr;
+    bool replay_applied = false;
+    if (replayed) {
+      std::string why;
+      replay_applied = valid_plan(*replayed, bounds_, static_cast<size_t>(world_), &why);
+      if (replay_applied) {
+        next = *replayed;
+      } else {
+        note = "replayed plan outside this run's limits (" + why + "); kept the last plan";
+        log("decision " + std::to_string(progress_.windows) + ": " + note);
+      }
+    }
     if (outputs_) {
       nlohmann::json line = {
           {"window", progress_.windows},
@@ -252,7 +266,8 @@ void Trainer::decide_window() {
           {"plan", next},
           {"reward", plan.has_reward ? nlohmann::json(plan.reward) : nlohmann::json(nullptr)}};
       if (!plan.note.empty() || !note.empty()) line["note"] = note.empty() ? plan.note : note;
-      if (config_.policy.shadow) line["proposed"] = proposed;
+      if (config_.policy.shadow || replay_) line["proposed"] = proposed;
+      if (replay_) line["replayed"] = replay_applied;
       nlohmann::json recs = nlohmann::json::array();
       for (const auto& r : state.nodes) {
         recs.push_back({{"rank", r.rank},

@@ -289,6 +289,13 @@ TEST(ConfigOverride, OneRuleNameIsAListOfOne) {
   EXPECT_EQ(c.policy.rules_off, std::vector<std::string>{"tracking"});
 }
 
+TEST(ConfigOverride, ReplayTakesAPath) {
+  const Config c =
+      parse_config("policy: {name: static}\n", kOrigin, {"policy.replay=runs/a/decisions.jsonl"});
+  EXPECT_EQ(c.policy.replay, "runs/a/decisions.jsonl");
+  EXPECT_TRUE(parse_config("", kOrigin).policy.replay.empty());
+}
+
 TEST(ConfigOverride, NullClearsTarget) {
   const Config c = parse_config("train: {target_accuracy: 0.9}\n", kOrigin, {"train.target_accuracy=null"});
   EXPECT_FALSE(c.train.target_accuracy.has_value());

@@ -41,6 +41,11 @@ def text_file(d):
                                              for i in range(200)))
 
 
+def replay_file(d):
+    """Two decisions for BASE's 2 ranks (batch.init [8, 8]), the first off its window of 2."""
+    return write(d / "replay.jsonl", '{"step": 1, "plan": [12, 4]}\n{"step": 2, "plan": [6, 10]}\n')
+
+
 def scripted_cnn(d, *flags):
     """The built-in CNN for BASE's data set as a TorchScript file (scripts/models/export_cnn.py)."""
     name = "cnn" + "".join(f.strip("-").replace("-", "_") for f in flags) + ".pt"
@@ -84,6 +89,7 @@ def cases(d):
         "dynamix checkpoint file": ["policy.name=dynamix", f"policy.checkpoint={SHIPPED}"],
         "dynamix learning online": ["policy.name=dynamix", "policy.learn=true"],
         "dynamix in shadow": ["policy.name=dynamix", "policy.shadow=true"],
+        "proportional replaying plans": ["policy.name=proportional", f"policy.replay={replay_file(d)}"],
         "dynamix untrained, learning": ["policy.name=dynamix", "policy.checkpoint=none", "policy.learn=true"],
         "adaptive B, gns": ["policy.name=gns", "batch.global=adaptive"],
         "adaptive B, dynamix": ["policy.name=dynamix", "batch.global=adaptive"],

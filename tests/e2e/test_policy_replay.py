@@ -1,0 +1,107 @@
+"""policy.replay through the real CLI: a static run replaying a dynamix run's decisions.jsonl trains
+at that run's plans at every step (metrics.jsonl's batch_sizes the same, step for step), decides at
+the steps the file lists, and logs static's own plan as "proposed". The dynamix run moves the plan
+(ranks 4x apart), so the check can fail. A missing file, a plan of another length, a step out of
+order, policy.shadow beside it, and `dynamix sim` with it are errors naming the problem, and the
+run they stop leaves no outputs."""
+import json
+
+from e2e_util import (DYNAMIX, SOURCE_DIR, TempDir, check_outputs, expect_error, fail, read_jsonl, run, train_cmd,
+                      write)
+
+CONFIG = """
+model: mlp
+dataset: {name: synthetic, shape: [1, 28, 28], classes: 10, train_size: 2000, test_size: 200}
+batch: {init: [32, 32], min: 4, max: 64}
+train: {max_steps: 24, epochs: 1, optimizer: sgd, lr: 0.02, seed: 3, eval_every: 0}
+policy: {name: static, window: 4}
+hetero: {slowdown: [1.0, 4.0]}
+monitor: {enabled: false}
+output: {dir: OUT}
+"""
+
+
+def train(d, name, sets):
+    out = d / name
+    cfg = write(d / f"{name}.yaml", CONFIG.replace("OUT", str(out)))
+    r = run(train_cmd(2, cfg, sets))
+    if r.returncode != 0:
+        fail(f"run '{name}' ({sets}) failed with status {r.returncode}: {r.stderr[-600:]}")
+    check_outputs(out)
+    return r, read_jsonl(out / "metrics.jsonl"), read_jsonl(out / "decisions.jsonl")
+
+
+def check_replay(d):
+    _, steps, decisions = train(d, "original", ["policy.name=dynamix"])
+    plans = [s["batch_sizes"] for s in steps]
+    if len({tuple(p) for p in plans}) < 2:
+        fail(f"dynamix never changed the plan on ranks 4x apart: the replay check would prove nothing: {plans}")
+    source = d / "original" / "decisions.jsonl"
+    r, again, replayed = train(d, "replay", ["policy.name=static", f"policy.replay={source}"])
+    if "policy.replay" not in r.stdout + r.stderr:
+        fail("the replay run's start lines do not say policy.replay is in force")
+    differ = [s["step"] for s, t in zip(steps, again) if s["batch_sizes"] != t["batch_sizes"]]
+    if len(again) != len(steps) or differ:
+        fail(f"the replay's plans differ from the original's at steps {differ[:5]} ({len(again)} steps "
+             f"against {len(steps)})")
+    if [x["step"] for x in replayed] != [x["step"] for x in decisions]:
+        fail(f"the replay decided at steps {[x['step'] for x in replayed]}, the original at "
+             f"{[x['step'] for x in decisions]}")
+    for x in replayed:
+        if x.get("replayed") is not True or x.get("proposed") != [32, 32]:
+            fail(f"replay decision {x['window']}: expected replayed true and static's plan [32, 32] proposed: {x}")
+    print(f"ok: static replayed dynamix's {len(decisions)} decisions; {len(steps)} steps at the same plans "
+          f"({sorted({tuple(p) for p in plans})[:3]} ...)")
+    return source
+
+
+def check_listed_steps(d):
+    """Decisions off the window's grid, on consecutive steps, are taken where listed; between them
+    (and at the window's steps) the plan in force stays."""
+    handmade = write(d / "handmade.jsonl", "\n".join(json.dumps(x) for x in (
+        {"step": 5, "plan": [40, 24]}, {"step": 6, "plan": [20, 44]}, {"step": 13, "plan": [36, 28]})) + "\n")
+    _, steps, decisions = train(d, "handmade", ["policy.name=static", f"policy.replay={handmade}"])
+    # A decision after step k puts its plan in force from step k + 1 on.
+    expect = {s: [32, 32] for s in range(1, 6)} | {6: [40, 24]} | {s: [20, 44] for s in range(7, 14)}
+    expect |= {s: [36, 28] for s in range(14, 25)}
+    got = {s["step"]: s["batch_sizes"] for s in steps}
+    wrong = {s: (got.get(s), p) for s, p in expect.items() if got.get(s) != p}
+    if wrong:
+        fail(f"handmade replay: step: (plan in force, expected) {wrong}")
+    at = {x["step"]: x["replayed"] for x in decisions}
+    if not (at.get(5) and at.get(6) and at.get(13)) or at.get(8) is not False:
+        fail(f"handmade replay: decisions {at}: expected replayed at 5, 6 and 13, not at 8")
+    print(f"ok: handmade replay decided at {sorted(at)}, replayed at {sorted(s for s, v in at.items() if v)}")
+
+
+def check_errors(d, source):
+    bad = d / "bad"
+    cfg = write(d / "bad.yaml", CONFIG.replace("OUT", str(bad)))
+    lines = source.read_text().splitlines()
+    short = write(d / "short.jsonl", json.dumps({"step": 4, "plan": [32, 16, 16]}) + "\n")
+    disorder = write(d / "disorder.jsonl", "\n".join([lines[1], lines[0]]) + "\n")
+    cases = {
+        "a missing file": ([f"policy.replay={d / 'none.jsonl'}"], "cannot read"),
+        "a plan of 3 ranks for 2": ([f"policy.replay={short}"], "a plan of 3 ranks for a run of 2"),
+        "steps out of order": ([f"policy.replay={disorder}"], "line 2"),
+        "policy.shadow beside it": ([f"policy.replay={source}", "policy.shadow=true"], "policy.shadow"),
+    }
+    for what, (sets, needle) in cases.items():
+        expect_error(train_cmd(2, cfg, sets), needle, f"policy.replay with {what}")
+        if bad.exists() and any(bad.iterdir()):
+            fail(f"policy.replay with {what} left outputs behind: {sorted(p.name for p in bad.iterdir())}")
+    expect_error([DYNAMIX, "sim", "--config", str(SOURCE_DIR / "configs" / "experiments" / "sim_short_spells.yaml"),
+                  "--policies", "static", "--set", f"policy.replay={source}", "--set", f"output.dir={d / 'sim'}"],
+                 "policy.replay", "dynamix sim with policy.replay")
+
+
+def main():
+    with TempDir() as d:
+        source = check_replay(d)
+        check_listed_steps(d)
+        check_errors(d, source)
+    print("PASSED")
+
+
+if __name__ == "__main__":
+    main()
