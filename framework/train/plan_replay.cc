@@ -1,10 +1,9 @@
 // DYNAMIX — reading the plans a run replays; see plan_replay.h.
 #include "framework/train/plan_replay.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "framework/core/error.h"
 
@@ -14,8 +13,9 @@ namespace {
 std::vector<int32_t> read_plan(const nlohmann::json& line, int world, const std::string& where) {
   const auto it = line.find("plan");
   DYNAMIX_CHECK(it != line.end() && it->is_array(), where + ": no \"plan\" list");
-  DYNAMIX_CHECK(it->size() == static_cast<size_t>(world), where + ": a plan of " + std::to_string(it->size()) +
-                                                                " ranks for a run of " + std::to_string(world));
+  DYNAMIX_CHECK(
+      it->size() == static_cast<size_t>(world),
+      where + ": a plan of " + std::to_string(it->size()) + " ranks for a run of " + std::to_string(world));
   std::vector<int32_t> plan;
   for (const auto& b : *it) {
     DYNAMIX_CHECK(b.is_number_integer() && b.get<int64_t>() >= 1 && b.get<int64_t>() <= INT32_MAX,
@@ -39,8 +39,9 @@ PlanReplay PlanReplay::load(const std::string& path, int world) {
     const auto line = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     DYNAMIX_CHECK(line.is_object(), where + ": not a JSON object");
     const auto step = line.find("step");
-    DYNAMIX_CHECK(step != line.end() && step->is_number_integer() && step->get<int64_t>() > last,
-                  where + ": \"step\" must be an integer above the line before's (" + std::to_string(last) + ")");
+    DYNAMIX_CHECK(
+        step != line.end() && step->is_number_integer() && step->get<int64_t>() > last,
+        where + ": \"step\" must be an integer above the line before's (" + std::to_string(last) + ")");
     last = step->get<int64_t>();
     r.plans_[last] = read_plan(line, world, where);
   }

@@ -249,6 +249,11 @@ void Trainer::decide_window() {
     if (replayed) {
       std::string why;
       replay_applied = valid_plan(*replayed, bounds_, static_cast<size_t>(world_), &why);
+      const int64_t b = std::accumulate(replayed->begin(), replayed->end(), int64_t{0});
+      if (replay_applied && bounds_.fixed_global && b != bounds_.global_batch) {
+        replay_applied = false;
+        why = "B = " + std::to_string(b) + " in a run of fixed B = " + std::to_string(bounds_.global_batch);
+      }
       if (replay_applied) {
         next = *replayed;
       } else {

@@ -57,9 +57,11 @@ def check_replay(d):
 
 def check_listed_steps(d):
     """Decisions off the window's grid, on consecutive steps, are taken where listed; between them
-    (and at the window's steps) the plan in force stays."""
+    (and at the window's steps) the plan in force stays, as it does where a listed plan does not
+    fit the run (another B than its fixed one)."""
     handmade = write(d / "handmade.jsonl", "\n".join(json.dumps(x) for x in (
-        {"step": 5, "plan": [40, 24]}, {"step": 6, "plan": [20, 44]}, {"step": 13, "plan": [36, 28]})) + "\n")
+        {"step": 5, "plan": [40, 24]}, {"step": 6, "plan": [20, 44]}, {"step": 13, "plan": [36, 28]},
+        {"step": 17, "plan": [30, 30]})) + "\n")
     _, steps, decisions = train(d, "handmade", ["policy.name=static", f"policy.replay={handmade}"])
     # A decision after step k puts its plan in force from step k + 1 on.
     expect = {s: [32, 32] for s in range(1, 6)} | {6: [40, 24]} | {s: [20, 44] for s in range(7, 14)}
@@ -69,8 +71,12 @@ def check_listed_steps(d):
     if wrong:
         fail(f"handmade replay: step: (plan in force, expected) {wrong}")
     at = {x["step"]: x["replayed"] for x in decisions}
-    if not (at.get(5) and at.get(6) and at.get(13)) or at.get(8) is not False:
-        fail(f"handmade replay: decisions {at}: expected replayed at 5, 6 and 13, not at 8")
+
+    if not (at.get(5) and at.get(6) and at.get(13)) or at.get(8) is not False or at.get(17) is not False:
+        fail(f"handmade replay: decisions {at}: expected replayed at 5, 6 and 13, not at 8 or 17")
+    refused = [x.get("note", "") for x in decisions if x["step"] == 17]
+    if not refused or "fixed B = 64" not in refused[0]:
+        fail(f"handmade replay: the plan of B = 60 at step 17 was not refused with a note naming B: {refused}")
     print(f"ok: handmade replay decided at {sorted(at)}, replayed at {sorted(s for s, v in at.items() if v)}")
 
 
