@@ -26,7 +26,6 @@ class PlanReplay {
 
   // The plan to put in force after `step`, or nullptr when the file lists none there.
   const std::vector<int32_t>* plan_after(int64_t step) const;
-  size_t size() const { return plans_.size(); }
 
  private:
   std::map<int64_t, std::vector<int32_t>> plans_;

@@ -173,6 +173,9 @@ class Trainer {
   [[noreturn]] void throw_diverged(int64_t step, const std::string& what) const;
   // All ranks learn which ranks ran out of memory in this step (batch size per rank, 0 = fine);
   // empty when none did. One 8-byte allreduce in the common case.
+  // policy.replay (rank 0): puts the plan listed for this step in force in `next` where it fits the
+  // run's limits (else `note` says why); true when it did.
+  bool put_replayed_plan(std::vector<int32_t>& next, std::string& note);
   std::vector<int32_t> agree_on_memory(bool out_of_memory, int32_t batch);
   void recover_from_oom(const std::vector<int32_t>& ooms, const std::string& what, int64_t epoch,
                         int64_t cursor);
@@ -256,8 +259,8 @@ class Trainer {
   bool stop_agreed_ = false;                 // some rank received a stop signal (agreed in the step exchange)
   bool output_failed_agreed_ = false;        // rank 0 could not write an output (agreed likewise)
   bool decision_requested_ = false;          // rank 0: the policy asked for a decision now
-  std::unique_ptr<PlanReplay> replay_;       // rank 0: policy.replay's plans (empty otherwise)
   bool decide_agreed_ = false;               // that request, seen by every rank in the step exchange
+  std::unique_ptr<PlanReplay> replay_;       // rank 0: policy.replay's plans (none otherwise)
   std::vector<double> step_compute_;         // rank 0: every rank's compute time of the last step
   int64_t last_checkpoint_step_ = -1;        // rank 0: the step of the last checkpoint written
   // Test samples this rank evaluates at once: halved (and kept) whenever one chunk runs out of

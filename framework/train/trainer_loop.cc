@@ -244,23 +244,7 @@ void Trainer::decide_window() {
     // policy's plan is logged, the replayed one put in force where the file has one, else kept.
     std::vector<int32_t> proposed;
     if (config_.policy.shadow || replay_) proposed = std::exchange(next, plan_);
-    const std::vector<int32_t>* replayed = replay_ ? replay_->plan_after(progress_.step) : nullptr;
-    bool replay_applied = false;
-    if (replayed) {
-      std::string why;
-      replay_applied = valid_plan(*replayed, bounds_, static_cast<size_t>(world_), &why);
-      const int64_t b = std::accumulate(replayed->begin(), replayed->end(), int64_t{0});
-      if (replay_applied && bounds_.fixed_global && b != bounds_.global_batch) {
-        replay_applied = false;
-        why = "B = " + std::to_string(b) + " in a run of fixed B = " + std::to_string(bounds_.global_batch);
-      }
-      if (replay_applied) {
-        next = *replayed;
-      } else {
-        note = "replayed plan outside this run's limits (" + why + "); kept the last plan";
-        log("decision " + std::to_string(progress_.windows) + ": " + note);
-      }
-    }
+    const bool replay_applied = replay_ && put_replayed_plan(next, note);
     if (outputs_) {
       nlohmann::json line = {
           {"window", progress_.windows},
@@ -307,6 +291,25 @@ void Trainer::decide_window() {
   ++progress_.windows;
   window_losses_.clear();
   window_grad_norms_.clear();
+}
+
+bool Trainer::put_replayed_plan(std::vector<int32_t>& next, std::string& note) {
+  const std::vector<int32_t>* replayed = replay_->plan_after(progress_.step);
+  if (!replayed) return false;
+  std::string why;
+  bool fits = valid_plan(*replayed, bounds_, static_cast<size_t>(world_), &why);
+  const int64_t b = std::accumulate(replayed->begin(), replayed->end(), int64_t{0});
+  if (fits && bounds_.fixed_global && b != bounds_.global_batch) {
+    fits = false;
+    why = "B = " + std::to_string(b) + " in a run of fixed B = " + std::to_string(bounds_.global_batch);
+  }
+  if (fits) {
+    next = *replayed;
+  } else {
+    note = "replayed plan outside this run's limits (" + why + "); kept the last plan";
+    log("decision " + std::to_string(progress_.windows) + ": " + note);
+  }
+  return fits;
 }
 
 std::vector<int32_t> Trainer::agree_on_memory(bool out_of_memory, int32_t batch) {

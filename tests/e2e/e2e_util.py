@@ -122,6 +122,32 @@ def check_outputs(outdir):
     assert r.returncode == 0, f"check-outputs failed for {outdir}"
 
 
+# Two ranks 4x apart (an MLP on synthetic data, 16 steps, a decision every 4; OUT: output dir):
+# every moving policy changes the plan within its first windows.
+SLOW_RANK_MLP = """
+model: mlp
+dataset: {name: synthetic, shape: [1, 28, 28], classes: 10, train_size: 2000, test_size: 200}
+batch: {init: [32, 32], min: 4, max: 64}
+train: {max_steps: 16, epochs: 1, optimizer: sgd, lr: 0.02, seed: 3, eval_every: 0}
+policy: {name: static, window: 4}
+hetero: {slowdown: [1.0, 4.0]}
+monitor: {enabled: false}
+output: {dir: OUT}
+"""
+
+
+def train_checked(d, name, config, sets=(), np=2):
+    """`dynamix train` of `config` (OUT: d / name) with `sets` on `np` ranks; fails the test unless it
+    exits 0 with outputs that pass the contract checker. Returns the run and its output directory."""
+    out = d / name
+    cfg = write(d / f"{name}.yaml", config.replace("OUT", str(out)))
+    r = run(train_cmd(np, cfg, sets))
+    if r.returncode != 0:
+        fail(f"run '{name}' ({list(sets)}) failed with status {r.returncode}: {r.stderr[-600:]}")
+    check_outputs(out)
+    return r, out
+
+
 def expect_error(cmd, needle, what, env=None, status=None):
     """Runs `cmd` (in `env`, if given); expects a non-zero exit (`status`, if given) and a clean
     message (no crash trace) holding `needle`. Returns the run's stdout and stderr."""

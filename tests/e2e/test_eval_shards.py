@@ -4,7 +4,7 @@ evaluation; and an emulated slow rank (hetero.slowdown) is slow at evaluating to
 device is. eval.jsonl reports each rank's share (test_samples) and its seconds (eval_time)."""
 import json
 
-from e2e_util import TempDir, check_outputs, fail, read_jsonl, run, train_cmd, write
+from e2e_util import TempDir, fail, read_jsonl, train_checked
 
 CONFIG = """
 model: mlp
@@ -19,13 +19,8 @@ output: {dir: OUT}
 
 
 def train(d, name, extra):
-    out = d / name
-    cfg = write(d / f"{name}.yaml", CONFIG.replace("OUT", str(out)))
-    r = run(train_cmd(2, cfg, extra))
+    r, out = train_checked(d, name, CONFIG, extra)
     print(r.stdout, r.stderr)
-    if r.returncode != 0:
-        fail(f"run '{name}' ({extra}) failed with status {r.returncode}")
-    check_outputs(out)
     return read_jsonl(out / "eval.jsonl"), json.loads((out / "summary.json").read_text())
 
 

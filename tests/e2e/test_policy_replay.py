@@ -6,28 +6,15 @@ order, policy.shadow beside it, and `dynamix sim` with it are errors naming the 
 run they stop leaves no outputs."""
 import json
 
-from e2e_util import (DYNAMIX, SOURCE_DIR, TempDir, check_outputs, expect_error, fail, read_jsonl, run, train_cmd,
-                      write)
+from e2e_util import (DYNAMIX, SLOW_RANK_MLP, SOURCE_DIR, TempDir, expect_error, fail, read_jsonl, train_checked,
+                      train_cmd, write)
 
-CONFIG = """
-model: mlp
-dataset: {name: synthetic, shape: [1, 28, 28], classes: 10, train_size: 2000, test_size: 200}
-batch: {init: [32, 32], min: 4, max: 64}
-train: {max_steps: 24, epochs: 1, optimizer: sgd, lr: 0.02, seed: 3, eval_every: 0}
-policy: {name: static, window: 4}
-hetero: {slowdown: [1.0, 4.0]}
-monitor: {enabled: false}
-output: {dir: OUT}
-"""
+# 24 steps: the handmade replay lists decisions up to step 17.
+CONFIG = SLOW_RANK_MLP.replace("max_steps: 16", "max_steps: 24")
 
 
 def train(d, name, sets):
-    out = d / name
-    cfg = write(d / f"{name}.yaml", CONFIG.replace("OUT", str(out)))
-    r = run(train_cmd(2, cfg, sets))
-    if r.returncode != 0:
-        fail(f"run '{name}' ({sets}) failed with status {r.returncode}: {r.stderr[-600:]}")
-    check_outputs(out)
+    r, out = train_checked(d, name, CONFIG, sets)
     return r, read_jsonl(out / "metrics.jsonl"), read_jsonl(out / "decisions.jsonl")
 
 

@@ -2,29 +2,14 @@
 plan as "proposed", while the plan in force stays the initial one (metrics.jsonl's batch_sizes and
 decisions.jsonl's "plan"). The same runs without shadow change the plan, so the check can fail.
 `dynamix sim` refuses the option, and a value that is not a boolean is an error naming it."""
-from e2e_util import (DYNAMIX, SOURCE_DIR, TempDir, check_outputs, expect_error, fail, read_jsonl, run, train_cmd,
-                      write)
+from e2e_util import (DYNAMIX, SLOW_RANK_MLP, SOURCE_DIR, TempDir, expect_error, fail, read_jsonl, train_checked,
+                      train_cmd, write)
 
-CONFIG = """
-model: mlp
-dataset: {name: synthetic, shape: [1, 28, 28], classes: 10, train_size: 2000, test_size: 200}
-batch: {init: [32, 32], min: 4, max: 64}
-train: {max_steps: 16, epochs: 1, optimizer: sgd, lr: 0.02, seed: 3, eval_every: 0}
-policy: {name: static, window: 4}
-hetero: {slowdown: [1.0, 4.0]}
-monitor: {enabled: false}
-output: {dir: OUT}
-"""
 EVEN = [32, 32]
 
 
 def train(d, name, sets):
-    out = d / name
-    cfg = write(d / f"{name}.yaml", CONFIG.replace("OUT", str(out)))
-    r = run(train_cmd(2, cfg, sets))
-    if r.returncode != 0:
-        fail(f"run '{name}' ({sets}) failed with status {r.returncode}: {r.stderr[-600:]}")
-    check_outputs(out)
+    r, out = train_checked(d, name, SLOW_RANK_MLP, sets)
     return r, read_jsonl(out / "metrics.jsonl"), read_jsonl(out / "decisions.jsonl")
 
 
@@ -65,7 +50,7 @@ def main():
         expect_error([DYNAMIX, "sim", "--config", str(SOURCE_DIR / "configs" / "experiments" / "sim_short_spells.yaml"),
                       "--policies", "static", "--set", "policy.shadow=true", "--set", f"output.dir={d / 'sim'}"],
                      "policy.shadow", "dynamix sim with policy.shadow")
-        cfg = write(d / "bad.yaml", CONFIG.replace("OUT", str(d / "bad")))
+        cfg = write(d / "bad.yaml", SLOW_RANK_MLP.replace("OUT", str(d / "bad")))
         expect_error(train_cmd(2, cfg, ["policy.shadow=maybe"]), "policy.shadow", "policy.shadow=maybe")
         if (d / "bad").exists() and any((d / "bad").iterdir()):
             fail(f"policy.shadow=maybe left outputs behind: {sorted(p.name for p in (d / 'bad').iterdir())}")
