@@ -634,7 +634,7 @@ void Trainer::record_step(StepState& s) {
     for (size_t r = 0; r < step_compute_.size(); ++r) step_compute_[r] = ex.ranks[r].compute_s;
     decision_requested_ = policy_->wants_decision(step_compute_);  // sent with the next step
     // A replayed decision after the next step is asked for now, as the run that made it did.
-    if (replay_ && replay_->plan_after(progress_.step + 1)) decision_requested_ = true;
+    if (replay_listed_next()) decision_requested_ = true;
   }
 }
 

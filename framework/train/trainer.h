@@ -171,11 +171,13 @@ class Trainer {
   [[noreturn]] void throw_output_error() const;
   // Throws DivergedError for `step`: what was not finite, what is kept, what to change.
   [[noreturn]] void throw_diverged(int64_t step, const std::string& what) const;
-  // All ranks learn which ranks ran out of memory in this step (batch size per rank, 0 = fine);
-  // empty when none did. One 8-byte allreduce in the common case.
   // policy.replay (rank 0): puts the plan listed for this step in force in `next` where it fits the
   // run's limits (else `note` says why); true when it did.
   bool put_replayed_plan(std::vector<int32_t>& next, std::string& note);
+  // policy.replay (rank 0): the file lists a decision after the next step (asked for one step ahead).
+  bool replay_listed_next() const;
+  // All ranks learn which ranks ran out of memory in this step (batch size per rank, 0 = fine);
+  // empty when none did. One 8-byte allreduce in the common case.
   std::vector<int32_t> agree_on_memory(bool out_of_memory, int32_t batch);
   void recover_from_oom(const std::vector<int32_t>& ooms, const std::string& what, int64_t epoch,
                         int64_t cursor);

@@ -160,7 +160,7 @@ void Trainer::maybe_evaluate(bool force) {
 void Trainer::decide_window() {
   // A request made after this very step (rank 0) is answered by this decision: dropped, not sent;
   // but for a replayed decision listed for the next step.
-  decision_requested_ = replay_ && replay_->plan_after(progress_.step + 1);
+  decision_requested_ = replay_listed_next();
   NodeRecord mine = window_.take(rank_, bounds_.max[static_cast<size_t>(rank_)]);
   mine.oom_events = window_oom_events_;
   window_oom_events_ = 0;
@@ -293,9 +293,12 @@ void Trainer::decide_window() {
   window_grad_norms_.clear();
 }
 
+bool Trainer::replay_listed_next() const { return replay_ && replay_->plan_after(progress_.step + 1); }
+
 bool Trainer::put_replayed_plan(std::vector<int32_t>& next, std::string& note) {
   const std::vector<int32_t>* replayed = replay_->plan_after(progress_.step);
   if (!replayed) return false;
+  // A policy's plan keeps a fixed B by its projection; a replayed one is checked for it here.
   std::string why;
   bool fits = valid_plan(*replayed, bounds_, static_cast<size_t>(world_), &why);
   const int64_t b = std::accumulate(replayed->begin(), replayed->end(), int64_t{0});
