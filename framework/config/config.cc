@@ -131,6 +131,7 @@ Fields train_fields(TrainConfig& t, const YamlReader& r) {
       {"channels_last", [&](const Node& v, const Path& p) { t.channels_last = r.boolean(v, p); }},
       {"cudnn_benchmark", [&](const Node& v, const Path& p) { t.cudnn_benchmark = r.boolean(v, p); }},
       {"keep_host_memory", [&](const Node& v, const Path& p) { t.keep_host_memory = r.boolean(v, p); }},
+      {"huge_pages", [&](const Node& v, const Path& p) { t.huge_pages = r.boolean(v, p); }},
       {"optimizer", [&](const Node& v, const Path& p) { t.optimizer = read_choice<Optimizer>(r, v, p); }},
       {"momentum",
        [&](const Node& v, const Path& p) {

@@ -56,6 +56,8 @@ struct TrainConfig {
   // Freed host memory stays in the process for reuse (framework/core/host_memory.h); false: the
   // C library's defaults.
   bool keep_host_memory = true;
+  // With host memory kept: the heap in transparent huge pages (HeapHugePages); false: 4 KiB pages.
+  bool huge_pages = true;
   // cross_entropy | mse (outputs against one-hot targets) | module (the model's forward(x, y)
   // returns its loss); see framework/train/objective.h.
   LossKind loss = LossKind::kCrossEntropy;

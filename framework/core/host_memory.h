@@ -12,13 +12,42 @@
 // no trimming, so the process keeps its peak heap until it exits.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace dynamix {
 
 // Applies the above unless the environment already configures the allocator (GLIBC_TUNABLES with
 // glibc.malloc settings, MALLOC_*_ variables, or an allocator in LD_PRELOAD), which is left as set.
-// Returns what it did, for the run's start line.
-std::string keep_freed_host_memory();
+struct KeptHostMemory {
+  bool kept = false;  // glibc's malloc now keeps freed blocks (not left to the environment)
+  std::string said;   // what was done, for the run's start line
+};
+KeptHostMemory keep_freed_host_memory();
+
+// The kept heap in transparent huge pages (train.huge_pages). With memory kept, a step's blocks,
+// the dataset and the model live in glibc's main heap; in 4 KiB pages, a step touches thousands of
+// them and misses the TLB on many. glibc asks for huge pages itself only when GLIBC_TUNABLES says
+// glibc.malloc.hugetlb=1 at process start; this does it from inside the process: each advise()
+// marks the heap grown since the last one (madvise MADV_HUGEPAGE), so its new pages fault in as
+// 2 MiB pages, and collapses the pages already there (MADV_COLLAPSE, Linux 6.1+; on older kernels
+// khugepaged collapses them in the background). Nothing happens where the kernel's
+// transparent_hugepage mode is "never". On the 2-core VM, static on fm_homogeneous.yaml took 0.96x
+// the time in 4 KiB pages (docs/RESULTS.md §4).
+class HeapHugePages {
+ public:
+  // The kernel's transparent_hugepage mode ("always", "madvise" or "never"); "" where unknown.
+  static std::string kernel_mode();
+  // For the run's start line: what advise() will do here.
+  static std::string describe();
+  // Marks and collapses the heap grown since the last call; cheap when it has not grown by a huge
+  // page (one sbrk(0)). Returns the bytes marked by this call.
+  size_t advise();
+
+ private:
+  uintptr_t marked_end_ = 0;
+  bool failed_ = false;  // madvise refused MADV_HUGEPAGE (a kernel without THP): stop trying
+};
 
 }  // namespace dynamix

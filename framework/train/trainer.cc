@@ -110,8 +110,16 @@ void Trainer::setup() {
   }
 
   // Before the first large block: every rank's steps reuse freed host memory (host_memory.h).
-  if (config_.train.keep_host_memory) log(keep_freed_host_memory());
+  if (config_.train.keep_host_memory) {
+    const KeptHostMemory kept = keep_freed_host_memory();
+    log(kept.said);
+    if (kept.kept && config_.train.huge_pages) {
+      huge_pages_ = std::make_unique<HeapHugePages>();
+      log(HeapHugePages::describe());
+    }
+  }
   data_ = load_dataset(dataset_spec(config_.dataset));
+  if (huge_pages_) huge_pages_->advise();  // the dataset's pages, collapsed once
   // Emulated device memory counts what a GPU would hold (model, optimizer, activations, batches),
   // not the host-side dataset loaded above.
   const auto& mem = config_.hetero.memory_mb;
@@ -452,6 +460,7 @@ bool Trainer::step() {
   if (!reduce_gradients(s)) return false;  // a rank ran out of memory: nothing was applied
   apply_gradients(s);
   record_step(s);
+  if (huge_pages_) huge_pages_->advise();  // what this step's new sizes grew the heap by
   return true;
 }
 

@@ -19,6 +19,7 @@
 #include "framework/comm/communicator.h"
 #include "framework/config/config.h"
 #include "framework/core/error.h"
+#include "framework/core/host_memory.h"
 #include "framework/train/batch_uploader.h"
 #include "framework/train/checkpoint.h"
 #include "framework/train/grad_buckets.h"
@@ -232,6 +233,7 @@ class Trainer {
   bool has_next_ = false;
   bool next_empty_ = false;  // the prefetched step gives this rank no samples
   std::unique_ptr<HeteroEmulator> hetero_;
+  std::unique_ptr<HeapHugePages> huge_pages_;  // train.huge_pages, where host memory is kept
   // Rank 0's console (unless options_.quiet), before policy_: the policy's update thread logs to
   // it until the policy is destroyed.
   std::unique_ptr<ProgressConsole> console_;

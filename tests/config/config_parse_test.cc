@@ -42,6 +42,7 @@ train:
   channels_last: true
   cudnn_benchmark: true
   keep_host_memory: false
+  huge_pages: false
   loss_scale: none
   loss_scale_init: 1024
   loss_scale_growth_interval: 50
@@ -123,6 +124,7 @@ void expect_full(const Config& c) {
   EXPECT_TRUE(c.train.channels_last);
   EXPECT_TRUE(c.train.cudnn_benchmark);
   EXPECT_FALSE(c.train.keep_host_memory);
+  EXPECT_FALSE(c.train.huge_pages);
   EXPECT_EQ(c.train.loss_scale, LossScaling::kNone);
   EXPECT_DOUBLE_EQ(c.train.loss_scale_init, 1024);
   EXPECT_EQ(c.train.loss_scale_growth_interval, 50);
@@ -192,6 +194,7 @@ void expect_defaults(const Config& c) {
   EXPECT_FALSE(c.train.channels_last);
   EXPECT_FALSE(c.train.cudnn_benchmark);
   EXPECT_TRUE(c.train.keep_host_memory);
+  EXPECT_TRUE(c.train.huge_pages);
   EXPECT_EQ(c.train.loss_scale, LossScaling::kAuto);
   EXPECT_DOUBLE_EQ(c.train.loss_scale_init, 65536);
   EXPECT_EQ(c.train.loss_scale_growth_interval, 2000);

@@ -16,6 +16,7 @@ import statistics
 import struct
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from e2e_util import SOURCE_DIR, TINY_CNN, TempDir, check_outputs, export_cnn, run, train_cmd, write
 
@@ -74,6 +75,7 @@ def cases(d):
         "precision bf16": ["train.precision=bf16"],
         "channels_last": ["train.channels_last=true"],
         "host memory not kept": ["train.keep_host_memory=false"],
+        "host memory in 4 KiB pages": ["train.huge_pages=false"],
         "adamw, sqrt scaling, warmup": ["train.optimizer=adamw", "train.lr=0.001", "train.lr_scaling=sqrt",
                                         "train.warmup_steps=2"],
         "lr_scaling none": ["train.lr_scaling=none"],
@@ -142,20 +144,28 @@ def refused(d):
 
 
 def host_memory_lines(d):
-    """train.keep_host_memory: the start line says what was done with the host allocator: kept by
-    default, left alone where the environment configures it, nothing said when it is off."""
+    """train.keep_host_memory and train.huge_pages: the start lines say what was done with the host
+    allocator: kept, in huge pages where the kernel allows them, by default; kept in 4 KiB pages
+    with huge_pages off; left alone where the environment configures it; nothing said when off."""
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    found = re.search(r"\[(\w+)\]", thp.read_text()) if thp.exists() else None
+    mode = found.group(1) if found else "unknown"
+    huge = ("host memory: 4 KiB pages (the kernel's transparent_hugepage is never)" if mode == "never" else
+            f"host memory: the heap in transparent huge pages (train.huge_pages; kernel mode {mode})")
+    kept = "host memory: freed blocks kept for reuse"
     problems = []
-    expect = {"default": ([], {}, "host memory: freed blocks kept for reuse"),
+    expect = {"default": ([], {}, [kept, huge]),
+              "huge pages off": (["train.huge_pages=false"], {}, [kept]),
               "environment": ([], {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1048576"},
-                              "host memory: the allocator as GLIBC_TUNABLES sets it"),
-              "off": (["train.keep_host_memory=false"], {}, None)}
+                              ["host memory: the allocator as GLIBC_TUNABLES sets it"]),
+              "off": (["train.keep_host_memory=false"], {}, [])}
     for name, (sets, env, said) in expect.items():
-        out = d / f"host_memory_{name}"
+        out = d / f"host_memory_{name.replace(' ', '_')}"
         cfg = write(d / "base.yaml", BASE.replace("OUT", str(out)))
         r = run(train_cmd(2, cfg, sets), env={**os.environ, **env})
-        lines = [line for line in r.stdout.splitlines() if "host memory:" in line]
-        if r.returncode != 0 or (said is None and lines) or (said is not None and not any(said in x for x in lines)):
-            problems.append(f"host memory {name}: exit {r.returncode}, expected {said!r}, start lines {lines}")
+        lines = sorted({line.split("] ", 1)[-1] for line in r.stdout.splitlines() if "host memory:" in line})
+        if r.returncode != 0 or len(lines) != len(said) or not all(any(x in y for y in lines) for x in said):
+            problems.append(f"host memory {name}: exit {r.returncode}, expected {said}, start lines {lines}")
         else:
             print(f"ok: host memory {name}: {lines}")
     return problems

@@ -4,7 +4,9 @@
 // malloc, so there is nothing to check under them.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "framework/core/host_memory.h"
@@ -39,8 +41,9 @@ TEST(HostMemory, GlibcDefaultsMapALargeBlockOnItsOwn) {
 
 TEST(HostMemory, KeptMemoryServesALargeBlockFromTheHeapAndKeepsItWhenFreed) {
   unsetenv("GLIBC_TUNABLES");
-  const std::string said = keep_freed_host_memory();
-  EXPECT_NE(said.find("freed blocks kept for reuse"), std::string::npos) << said;
+  const KeptHostMemory did = keep_freed_host_memory();
+  EXPECT_TRUE(did.kept);
+  EXPECT_NE(did.said.find("freed blocks kept for reuse"), std::string::npos) << did.said;
   EXPECT_LT(mapped_bytes_while_holding_a_block(), kBlock);
   // Freed, the block stays in the heap (no trim): the heap is still at least that large.
   EXPECT_GE(mallinfo2().arena, kBlock);
@@ -48,9 +51,47 @@ TEST(HostMemory, KeptMemoryServesALargeBlockFromTheHeapAndKeepsItWhenFreed) {
 
 TEST(HostMemory, AnAllocatorSetUpByTheEnvironmentIsLeftAlone) {
   setenv("MALLOC_TRIM_THRESHOLD_", "131072", 1);
-  const std::string said = keep_freed_host_memory();
-  EXPECT_NE(said.find("as MALLOC_TRIM_THRESHOLD_ sets it"), std::string::npos) << said;
+  const KeptHostMemory did = keep_freed_host_memory();
+  EXPECT_FALSE(did.kept);
+  EXPECT_NE(did.said.find("as MALLOC_TRIM_THRESHOLD_ sets it"), std::string::npos) << did.said;
   EXPECT_GE(mapped_bytes_while_holding_a_block(), kBlock);
+}
+
+// smaps' THPeligible for the mapping that holds `p`: 1 where a fault may map a huge page there.
+int thp_eligible(const void* p) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    const size_t dash = line.find('-');
+    if (dash != std::string::npos && dash < 17 && line.find(' ') > dash) {  // a mapping's first line
+      const auto lo = std::stoull(line.substr(0, dash), nullptr, 16);
+      const auto hi = std::stoull(line.substr(dash + 1, line.find(' ') - dash - 1), nullptr, 16);
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("THPeligible:", 0) == 0) {
+      return std::stoi(line.substr(12));
+    }
+  }
+  return -1;
+}
+
+TEST(HostMemory, HugePagesMarkTheHeapAsItGrows) {
+  if (HeapHugePages::kernel_mode() == "never" || HeapHugePages::kernel_mode().empty()) {
+    GTEST_SKIP() << "the kernel's transparent_hugepage is '" << HeapHugePages::kernel_mode() << "'";
+  }
+  unsetenv("GLIBC_TUNABLES");
+  ASSERT_TRUE(keep_freed_host_memory().kept);
+  HeapHugePages huge;
+  huge.advise();  // the heap so far
+  void* p = std::malloc(kBlock);
+  ASSERT_NE(p, nullptr);
+  const char* middle = static_cast<char*>(p) + kBlock / 2;
+  EXPECT_EQ(thp_eligible(middle), HeapHugePages::kernel_mode() == "always" ? 1 : 0);
+  EXPECT_GE(huge.advise(), kBlock - (size_t{4} << 20));  // the block, less a huge page at each end
+  EXPECT_EQ(thp_eligible(middle), 1);
+  EXPECT_EQ(huge.advise(), 0u);  // not grown since
+  std::free(p);
 }
 
 #else
