@@ -33,8 +33,8 @@ KeptHostMemory keep_freed_host_memory();
 // marks the heap grown since the last one (madvise MADV_HUGEPAGE), so its new pages fault in as
 // 2 MiB pages, and collapses the pages already there (MADV_COLLAPSE, Linux 6.1+; on older kernels
 // khugepaged collapses them in the background). Nothing happens where the kernel's
-// transparent_hugepage mode is "never". On the 2-core VM, static on fm_homogeneous.yaml took 0.96x
-// the time in 4 KiB pages (docs/RESULTS.md §4).
+// transparent_hugepage mode is "never". On the 2-core VM, runs took 0.95-0.97x their time in
+// 4 KiB pages (the README demo 0.953x; docs/RESULTS.md §4).
 class HeapHugePages {
  public:
   // The kernel's transparent_hugepage mode ("always", "madvise" or "never"); "" where unknown.
