@@ -148,6 +148,18 @@ def train_checked(d, name, config, sets=(), np=2):
     return r, out
 
 
+def train_logs(d, name, config, sets=()):
+    """train_checked on 2 ranks; returns the run, its metrics.jsonl and its decisions.jsonl."""
+    r, out = train_checked(d, name, config, sets)
+    return r, read_jsonl(out / "metrics.jsonl"), read_jsonl(out / "decisions.jsonl")
+
+
+def expect_no_outputs(outdir, what):
+    """Fails the test where a refused run (`what`) left anything in its output directory."""
+    if outdir.exists() and any(outdir.iterdir()):
+        fail(f"{what} left outputs behind: {sorted(p.name for p in outdir.iterdir())}")
+
+
 def expect_error(cmd, needle, what, env=None, status=None):
     """Runs `cmd` (in `env`, if given); expects a non-zero exit (`status`, if given) and a clean
     message (no crash trace) holding `needle`. Returns the run's stdout and stderr."""

@@ -6,16 +6,15 @@ order, policy.shadow beside it, and `dynamix sim` with it are errors naming the 
 run they stop leaves no outputs."""
 import json
 
-from e2e_util import (DYNAMIX, SLOW_RANK_MLP, SOURCE_DIR, TempDir, expect_error, fail, read_jsonl, train_checked,
-                      train_cmd, write)
+from e2e_util import (DYNAMIX, SLOW_RANK_MLP, SOURCE_DIR, TempDir, expect_error, expect_no_outputs, fail,
+                      train_cmd, train_logs, write)
 
 # 24 steps: the handmade replay lists decisions up to step 17.
 CONFIG = SLOW_RANK_MLP.replace("max_steps: 16", "max_steps: 24")
 
 
 def train(d, name, sets):
-    r, out = train_checked(d, name, CONFIG, sets)
-    return r, read_jsonl(out / "metrics.jsonl"), read_jsonl(out / "decisions.jsonl")
+    return train_logs(d, name, CONFIG, sets)
 
 
 def check_replay(d):
@@ -81,8 +80,7 @@ def check_errors(d, source):
     }
     for what, (sets, needle) in cases.items():
         expect_error(train_cmd(2, cfg, sets), needle, f"policy.replay with {what}")
-        if bad.exists() and any(bad.iterdir()):
-            fail(f"policy.replay with {what} left outputs behind: {sorted(p.name for p in bad.iterdir())}")
+        expect_no_outputs(bad, f"policy.replay with {what}")
     expect_error([DYNAMIX, "sim", "--config", str(SOURCE_DIR / "configs" / "experiments" / "sim_short_spells.yaml"),
                   "--policies", "static", "--set", f"policy.replay={source}", "--set", f"output.dir={d / 'sim'}"],
                  "policy.replay", "dynamix sim with policy.replay")
