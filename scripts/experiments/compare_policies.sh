@@ -14,6 +14,11 @@
 # overrides), or $DYNAMIX_NP. Each run's ranks see DYNAMIX_ROUND, its repetition (0, 1, ...): a
 # wrapper binary keys its own randomness to it, the same for every policy of a round and another in
 # the next (spells_rank.sh seeds its spells so).
+# DYNAMIX_FIXED_LAYOUT=1 runs every rank without address-space randomisation (`setarch -R`): on
+# the 2-core VM two static runs of a round differed by 6 % (standard deviation) with randomisation
+# and by 2 % without it (docs/RESULTS.md §1, "Stop 76"), so a set resolves about three times finer. Each binary and
+# command line then has one memory layout for all its runs; the length of its arguments places its
+# stack, so each run directory is padded with _ to make every policy's command line equally long.
 # Exits 1 if any run failed (the table then shows the runs that completed).
 # scripts/experiments/run_suite.py does the same over several scenarios and seeds, with CSV and
 # Markdown tables, ratios to static and the best heuristic, failure reports, and plots.
@@ -28,6 +33,16 @@ while (($#)); do
 done
 ((${#policies[@]})) || policies=(static proportional gns dynamix)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+layout=()
+case ${DYNAMIX_FIXED_LAYOUT:-0} in
+  0) ;;
+  1)
+    layout=(setarch "$(uname -m)" -R)
+    "${layout[@]}" true 2>/dev/null ||
+      { echo "compare_policies: DYNAMIX_FIXED_LAYOUT=1 needs 'setarch $(uname -m) -R', which failed here" >&2; exit 2; }
+    ;;
+  *) echo "compare_policies: DYNAMIX_FIXED_LAYOUT='$DYNAMIX_FIXED_LAYOUT' is neither 0 nor 1" >&2; exit 2;;
+esac
 # Ranks: $DYNAMIX_NP, else the length of the config's batch.init list after the -- --set overrides
 # (run_suite.py's rank_count). A single batch.init value names no rank count: 4 then, and the
 # script says so.
@@ -81,16 +96,35 @@ for ((k = 0; k < ${#labels[@]}; k++)); do
   for s in "${stems[@]}"; do [[ $s != "$stem" ]] || { stem="$stem-$k"; break; }; done
   stems+=("$stem")
 done
+# Policy i's settings of its own as dynamix arguments, in `own`.
+own_args() {
+  own=()
+  IFS=+ read -r -a kvs <<<"${sets[$1]}"
+  for kv in "${kvs[@]}"; do own+=(--set "$kv"); done
+}
+# With a fixed layout every run's command line is as long as the longest (its length places the
+# stack): the shorter ones' run directories are padded with _.
+if ((${#layout[@]})); then
+  lengths=() most=0
+  for ((i = 0; i < ${#labels[@]}; i++)); do
+    own_args "$i"
+    n=$((${#bins[$i]} + ${#names[$i]} + ${#stems[$i]}))
+    for a in "${own[@]}"; do n=$((n + ${#a} + 1)); done
+    lengths+=("$n")
+    if ((n > most)); then most=$n; fi
+  done
+  for ((i = 0; i < ${#labels[@]}; i++)); do
+    stems[i]+=$(printf '%*s' $((most - lengths[i])) '' | tr ' ' _)
+  done
+fi
 mkdir -p "$out"
 failed=0
 for ((r = 0; r < reps; r++)); do
   for ((k = 0; k < ${#policies[@]}; k++)); do
     i=$(((k + r) % ${#policies[@]}))
-    own=()
-    IFS=+ read -r -a kvs <<<"${sets[$i]}"
-    for kv in "${kvs[@]}"; do own+=(--set "$kv"); done
+    own_args "$i"
     dir=$out/${stems[$i]}.$r
-    DYNAMIX_ROUND=$r mpirun -np "$np" --oversubscribe --bind-to none "${bins[$i]}" train --config "$config" --overwrite \
+    DYNAMIX_ROUND=$r "${layout[@]}" mpirun -np "$np" --oversubscribe --bind-to none "${bins[$i]}" train --config "$config" --overwrite \
       --set policy.name="${names[$i]}" --set output.dir="$dir" "${own[@]}" "${extra[@]}" >"$dir.log" 2>&1 ||
       { echo "run ${labels[$i]}.$r FAILED (exit $?; see $dir.log)"; failed=$((failed + 1)); }
     tail -n 1 "$dir.log"

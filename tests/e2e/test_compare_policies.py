@@ -2,7 +2,8 @@
 policies on one config, one table of medians; a run that fails (here a misspelt policy) is named
 with its log, and the script exits non-zero instead of printing a table with a row missing. A
 policy with settings of its own (POLICY+KEY=VALUE) runs with them beside the plain one, each in its
-own row; a setting that is not KEY=VALUE is refused before any run. Each policy's time over the
+own row; a setting that is not KEY=VALUE is refused before any run. DYNAMIX_FIXED_LAYOUT=1 runs every
+rank without address-space randomisation; a value other than 0 or 1 is refused. Each policy's time over the
 first's in the same round is printed as a pair. Settings holding slashes, spaces
 or braces get run directories of their own; DYNAMIX_NP gives the rank count where batch.init does
 not."""
@@ -87,6 +88,31 @@ def main():
         if r.returncode != 2 or "DYNAMIX_NP='three' is not a rank count" not in r.stderr:
             fail(f"DYNAMIX_NP=three: exit {r.returncode}, expected 2 and a message\n{r.stderr}")
         print("ok: DYNAMIX_NP sets the rank count where batch.init is one value; a bad one is refused")
+        # DYNAMIX_FIXED_LAYOUT=1: every rank runs with ADDR_NO_RANDOMIZE (0x0040000) in its
+        # personality, and both policies' command lines are equally long (run directories padded);
+        # a wrapper binary records both before it starts dynamix.
+        wrapper = write(d / "layout.sh", "#!/bin/sh\n"
+                        f"echo $(cat /proc/$$/personality) $(wc -c < /proc/$$/cmdline) "
+                        f">> {d}/seen.$OMPI_COMM_WORLD_RANK\n"
+                        f'exec {DYNAMIX} "$@"\n')
+        wrapper.chmod(0o755)
+        for fixed, policies in (("1", ["static", "proportional"]), ("0", ["static"])):
+            for k in range(2):
+                (d / f"seen.{k}").unlink(missing_ok=True)
+            r = run([str(SCRIPT), str(config), "1", str(d / f"layout{fixed}")] + [f"{p}@{wrapper}" for p in policies],
+                    timeout=300, env={**os.environ, "DYNAMIX_FIXED_LAYOUT": fixed})
+            seen = [line.split() for k in range(2) for line in (d / f"seen.{k}").read_text().splitlines()]
+            fixed_seen = {int(p, 16) & 0x0040000 != 0 for p, _ in seen}
+            if r.returncode != 0 or len(seen) != 2 * len(policies) or fixed_seen != {fixed == "1"}:
+                fail(f"DYNAMIX_FIXED_LAYOUT={fixed}: exit {r.returncode}, (personality, command line) {seen}\n"
+                     f"{r.stdout}{r.stderr}")
+            if fixed == "1" and len({n for _, n in seen}) != 1:
+                fail(f"DYNAMIX_FIXED_LAYOUT=1: command lines of different lengths {seen}")
+        r = run([str(SCRIPT), str(config), "1", str(d / "layoutbad"), "static"], timeout=60,
+                env={**os.environ, "DYNAMIX_FIXED_LAYOUT": "yes"})
+        if r.returncode != 2 or "DYNAMIX_FIXED_LAYOUT='yes' is neither 0 nor 1" not in r.stderr:
+            fail(f"DYNAMIX_FIXED_LAYOUT=yes: exit {r.returncode}, expected 2 and a message\n{r.stderr}")
+        print("ok: DYNAMIX_FIXED_LAYOUT=1 runs every rank without address-space randomisation; a bad value is refused")
         r = compare(config, d / "typo", ["static+policy.learn"])
         if r.returncode != 2 or "'policy.learn' in static+policy.learn is not KEY=VALUE" not in r.stderr:
             fail(f"a setting without a value: exit {r.returncode}, expected 2 and a message\n{r.stderr}")
