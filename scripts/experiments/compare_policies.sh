@@ -16,9 +16,10 @@
 # the next (spells_rank.sh seeds its spells so).
 # DYNAMIX_FIXED_LAYOUT=1 runs every rank without address-space randomisation (`setarch -R`): on
 # the 2-core VM two static runs of a round differed by 6 % (standard deviation) with randomisation
-# and by 2 % without it (docs/RESULTS.md §1, "Stop 76"), so a set resolves about three times finer. Each binary and
-# command line then has one memory layout for all its runs; the length of its arguments places its
-# stack, so each run directory is padded with _ to make every policy's command line equally long.
+# and by 2 % without it (docs/RESULTS.md §1, "Stop 76"), so a set resolves about three times
+# finer. Each binary and command line then has one memory layout for all its runs; the length of
+# its arguments places its stack, so each run directory is padded with _ to make every policy's
+# command line equally long.
 # Exits 1 if any run failed (the table then shows the runs that completed).
 # scripts/experiments/run_suite.py does the same over several scenarios and seeds, with CSV and
 # Markdown tables, ratios to static and the best heuristic, failure reports, and plots.

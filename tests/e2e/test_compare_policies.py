@@ -2,11 +2,11 @@
 policies on one config, one table of medians; a run that fails (here a misspelt policy) is named
 with its log, and the script exits non-zero instead of printing a table with a row missing. A
 policy with settings of its own (POLICY+KEY=VALUE) runs with them beside the plain one, each in its
-own row; a setting that is not KEY=VALUE is refused before any run. DYNAMIX_FIXED_LAYOUT=1 runs every
-rank without address-space randomisation; a value other than 0 or 1 is refused. Each policy's time over the
-first's in the same round is printed as a pair. Settings holding slashes, spaces
-or braces get run directories of their own; DYNAMIX_NP gives the rank count where batch.init does
-not."""
+own row; a setting that is not KEY=VALUE is refused before any run. Each policy's time over the
+first's in the same round is printed as a pair. Settings holding slashes, spaces or braces get run
+directories of their own; DYNAMIX_NP gives the rank count where batch.init does not.
+DYNAMIX_FIXED_LAYOUT=1 runs every rank without address-space randomisation, every policy's command
+line equally long; a value other than 0 or 1 is refused."""
 import json
 import os
 
@@ -99,7 +99,8 @@ def main():
         for fixed, policies in (("1", ["static", "proportional"]), ("0", ["static"])):
             for k in range(2):
                 (d / f"seen.{k}").unlink(missing_ok=True)
-            r = run([str(SCRIPT), str(config), "1", str(d / f"layout{fixed}")] + [f"{p}@{wrapper}" for p in policies],
+            r = run([str(SCRIPT), str(config), "1", str(d / f"layout{fixed}")]
+                    + [f"{p}@{wrapper}" for p in policies],
                     timeout=300, env={**os.environ, "DYNAMIX_FIXED_LAYOUT": fixed})
             seen = [line.split() for k in range(2) for line in (d / f"seen.{k}").read_text().splitlines()]
             fixed_seen = {int(p, 16) & 0x0040000 != 0 for p, _ in seen}
@@ -112,7 +113,10 @@ def main():
                 env={**os.environ, "DYNAMIX_FIXED_LAYOUT": "yes"})
         if r.returncode != 2 or "DYNAMIX_FIXED_LAYOUT='yes' is neither 0 nor 1" not in r.stderr:
             fail(f"DYNAMIX_FIXED_LAYOUT=yes: exit {r.returncode}, expected 2 and a message\n{r.stderr}")
-        print("ok: DYNAMIX_FIXED_LAYOUT=1 runs every rank without address-space randomisation; a bad value is refused")
+        if (d / "layoutbad").exists():
+            fail("a refused DYNAMIX_FIXED_LAYOUT left its output directory behind")
+        print("ok: DYNAMIX_FIXED_LAYOUT=1 runs every rank without address-space randomisation, "
+              "command lines equally long; a bad value is refused")
         r = compare(config, d / "typo", ["static+policy.learn"])
         if r.returncode != 2 or "'policy.learn' in static+policy.learn is not KEY=VALUE" not in r.stderr:
             fail(f"a setting without a value: exit {r.returncode}, expected 2 and a message\n{r.stderr}")
