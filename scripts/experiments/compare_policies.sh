@@ -19,7 +19,9 @@
 # and by 2 % without it (docs/RESULTS.md §1, "Stop 76"), so a set resolves about three times
 # finer. Each binary and command line then has one memory layout for all its runs; the length of
 # its arguments places its stack, so each run directory is padded with _ to make every policy's
-# command line equally long.
+# command line equally long. A comparison of two policies then holds for that one layout: the
+# spells cell gave dynamix 1.034x static with one padding and 0.994x with another (8 rounds each),
+# so read such a set as one draw of the layout, not as the policies' mean.
 # Exits 1 if any run failed (the table then shows the runs that completed).
 # scripts/experiments/run_suite.py does the same over several scenarios and seeds, with CSV and
 # Markdown tables, ratios to static and the best heuristic, failure reports, and plots.
