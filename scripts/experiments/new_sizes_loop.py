@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """What batch sizes new to a process leave behind: a plain PyTorch loop of the Fashion-MNIST CNN
-(models/simple.cc's Cnn, SGD with momentum, one thread, random data) with glibc set up as the
+(scripts/pytorch/dynamix_ref.py's replica of models/simple.cc, SGD with momentum, one thread,
+random data) with glibc set up as the
 trainer sets it (train.keep_host_memory: every block from the heap, never trimmed).
 
 468 steps at 32 samples, but for 12 excursions of 5 steps (after steps 40, 70, ..., 370), as set V
@@ -17,28 +18,18 @@ Usage: /usr/bin/python3 scripts/experiments/new_sizes_loop.py var|one|none [--no
 import argparse
 import ctypes
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pytorch"))
+import dynamix_ref  # noqa: E402
 
 M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # glibc's mallopt(3) parameters
 STEPS, EVEN = 468, 32
-
-
-class Cnn(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 32, 3, padding=1)
-        self.conv2 = nn.Conv2d(32, 64, 3, padding=1)
-        self.fc1 = nn.Linear(64 * 7 * 7, 128)
-        self.fc2 = nn.Linear(128, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
 
 def excursions(arm):
@@ -62,7 +53,7 @@ def main():
         torch.backends.mkldnn.enabled = False
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = Cnn()
+    model = dynamix_ref.Cnn()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     data, labels = torch.randn(15000, 1, 28, 28), torch.randint(0, 10, (15000,))
     plan = excursions(args.arm)
