@@ -64,11 +64,11 @@ std::string HeapHugePages::describe() {
 }
 
 size_t HeapHugePages::advise() {
-  if (failed_) return 0;
+  if (off_) return 0;
   const auto end = reinterpret_cast<uintptr_t>(sbrk(0));
   if (end < marked_end_ + kHugePage) return 0;
   if (marked_end_ == 0 && (marked_end_ = heap_start()) == 0) {
-    failed_ = true;  // no [heap]: glibc serves the main arena from mmap here
+    off_ = true;  // no [heap]: glibc serves the main arena from mmap here
     return 0;
   }
   // Whole huge pages only: the kernel maps one where an aligned 2 MiB lies inside the marking.
@@ -77,7 +77,7 @@ size_t HeapHugePages::advise() {
   if (hi <= lo) return 0;
   auto* at = reinterpret_cast<void*>(lo);
   if (madvise(at, hi - lo, MADV_HUGEPAGE) != 0) {
-    failed_ = true;
+    off_ = true;
     return 0;
   }
   (void)madvise(at, hi - lo, MADV_COLLAPSE);  // best effort: khugepaged otherwise

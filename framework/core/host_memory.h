@@ -33,10 +33,13 @@ KeptHostMemory keep_freed_host_memory();
 // marks the heap grown since the last one (madvise MADV_HUGEPAGE), so its new pages fault in as
 // 2 MiB pages, and collapses the pages already there (MADV_COLLAPSE, Linux 6.1+; on older kernels
 // khugepaged collapses them in the background). Nothing happens where the kernel's
-// transparent_hugepage mode is "never". On the 2-core VM, runs took 0.95-0.97x their time in
+// transparent_hugepage mode is "never": MADV_COLLAPSE ignores that setting (madvise(2)), so the
+// heap is not touched at all there. On the 2-core VM, runs took 0.95-0.97x their time in
 // 4 KiB pages (the README demo 0.953x; docs/RESULTS.md §4).
 class HeapHugePages {
  public:
+  // `mode` is the kernel's transparent_hugepage mode, read here unless a test names one.
+  explicit HeapHugePages(const std::string& mode = kernel_mode()) : off_(mode == "never") {}
   // The kernel's transparent_hugepage mode ("always", "madvise" or "never"); "" where unknown.
   static std::string kernel_mode();
   // For the run's start line: what advise() will do here.
@@ -47,7 +50,7 @@ class HeapHugePages {
 
  private:
   uintptr_t marked_end_ = 0;
-  bool failed_ = false;  // madvise refused MADV_HUGEPAGE (a kernel without THP): stop trying
+  bool off_;  // the kernel's mode is "never", or madvise refused MADV_HUGEPAGE (no THP): do nothing
 };
 
 }  // namespace dynamix

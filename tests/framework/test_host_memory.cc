@@ -94,6 +94,21 @@ TEST(HostMemory, HugePagesMarkTheHeapAsItGrows) {
   std::free(p);
 }
 
+// Mode "never" means 4 KiB pages, as the start line says: MADV_COLLAPSE would ignore the setting
+// (madvise(2)), so advise() must not mark or collapse anything there.
+TEST(HostMemory, HugePagesLeaveTheHeapAloneInModeNever) {
+  if (HeapHugePages::kernel_mode() == "always") GTEST_SKIP() << "every mapping is eligible in mode 'always'";
+  unsetenv("GLIBC_TUNABLES");
+  ASSERT_TRUE(keep_freed_host_memory().kept);
+  HeapHugePages huge("never");
+  void* p = std::malloc(kBlock);
+  ASSERT_NE(p, nullptr);
+  const char* middle = static_cast<char*>(p) + kBlock / 2;
+  EXPECT_EQ(huge.advise(), 0u);
+  EXPECT_NE(thp_eligible(middle), 1);
+  std::free(p);
+}
+
 #else
 
 TEST(HostMemory, NeedsGlibcMallocUnsanitized) { GTEST_SKIP() << "glibc's own malloc only"; }
