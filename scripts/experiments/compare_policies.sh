@@ -22,6 +22,11 @@
 # command line equally long. A comparison of two policies then holds for that one layout: the
 # spells cell gave dynamix 1.034x static with one padding and 0.994x with another (8 rounds each),
 # so read such a set as one draw of the layout, not as the policies' mean.
+# DYNAMIX_FIXED_LAYOUT=round does the same, but each round in a layout of its own, which all the
+# policies of the round share: every rank of round r gets DYNAMIX_LAYOUT_PAD, a variable of
+# 16 * ((97 r + 1) mod 256) characters, and the strings above the stack move by as much (the stack
+# pointer moves in steps of 16 bytes, over a 4 KiB page in 256 rounds). Pairs keep the fixed
+# layout's small scatter while the set averages over as many layouts as it has rounds.
 # Exits 1 if any run failed (the table then shows the runs that completed).
 # scripts/experiments/run_suite.py does the same over several scenarios and seeds, with CSV and
 # Markdown tables, ratios to static and the best heuristic, failure reports, and plots.
@@ -39,12 +44,12 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 layout=()
 case ${DYNAMIX_FIXED_LAYOUT:-0} in
   0) ;;
-  1)
+  1 | round)
     layout=(setarch "$(uname -m)" -R)
     "${layout[@]}" true 2>/dev/null ||
-      { echo "compare_policies: DYNAMIX_FIXED_LAYOUT=1 needs 'setarch $(uname -m) -R', which failed here" >&2; exit 2; }
+      { echo "compare_policies: DYNAMIX_FIXED_LAYOUT=$DYNAMIX_FIXED_LAYOUT needs 'setarch $(uname -m) -R', which failed here" >&2; exit 2; }
     ;;
-  *) echo "compare_policies: DYNAMIX_FIXED_LAYOUT='$DYNAMIX_FIXED_LAYOUT' is neither 0 nor 1" >&2; exit 2;;
+  *) echo "compare_policies: DYNAMIX_FIXED_LAYOUT='$DYNAMIX_FIXED_LAYOUT' is not 0, 1 or round" >&2; exit 2;;
 esac
 # Ranks: $DYNAMIX_NP, else the length of the config's batch.init list after the -- --set overrides
 # (run_suite.py's rank_count). A single batch.init value names no rank count: 4 then, and the
@@ -123,11 +128,14 @@ fi
 mkdir -p "$out"
 failed=0
 for ((r = 0; r < reps; r++)); do
+  round_env=(DYNAMIX_ROUND="$r")
+  [[ ${DYNAMIX_FIXED_LAYOUT:-0} != round ]] ||
+    round_env+=(DYNAMIX_LAYOUT_PAD="$(printf '%*s' $((16 * ((97 * r + 1) % 256))) '' | tr ' ' _)")
   for ((k = 0; k < ${#policies[@]}; k++)); do
     i=$(((k + r) % ${#policies[@]}))
     own_args "$i"
     dir=$out/${stems[$i]}.$r
-    DYNAMIX_ROUND=$r "${layout[@]}" mpirun -np "$np" --oversubscribe --bind-to none "${bins[$i]}" train --config "$config" --overwrite \
+    env "${round_env[@]}" "${layout[@]}" mpirun -np "$np" --oversubscribe --bind-to none "${bins[$i]}" train --config "$config" --overwrite \
       --set policy.name="${names[$i]}" --set output.dir="$dir" "${own[@]}" "${extra[@]}" >"$dir.log" 2>&1 ||
       { echo "run ${labels[$i]}.$r FAILED (exit $?; see $dir.log)"; failed=$((failed + 1)); }
     tail -n 1 "$dir.log"

@@ -6,7 +6,8 @@ own row; a setting that is not KEY=VALUE is refused before any run. Each policy'
 first's in the same round is printed as a pair. Settings holding slashes, spaces or braces get run
 directories of their own; DYNAMIX_NP gives the rank count where batch.init does not.
 DYNAMIX_FIXED_LAYOUT=1 runs every rank without address-space randomisation, every policy's command
-line equally long; a value other than 0 or 1 is refused."""
+line equally long; DYNAMIX_FIXED_LAYOUT=round as well, with a padding variable of one length for
+every policy of a round and another in the next; any other value is refused."""
 import json
 import os
 
@@ -90,33 +91,40 @@ def main():
         print("ok: DYNAMIX_NP sets the rank count where batch.init is one value; a bad one is refused")
         # DYNAMIX_FIXED_LAYOUT=1: every rank runs with ADDR_NO_RANDOMIZE (0x0040000) in its
         # personality, and both policies' command lines are equally long (run directories padded);
-        # a wrapper binary records both before it starts dynamix.
+        # =round as well, each round with a DYNAMIX_LAYOUT_PAD of its own length. A wrapper binary
+        # records the personality, the command line's length, the round and the padding's length
+        # before it starts dynamix.
         wrapper = write(d / "layout.sh", "#!/bin/sh\n"
-                        f"echo $(cat /proc/$$/personality) $(wc -c < /proc/$$/cmdline) "
-                        f">> {d}/seen.$OMPI_COMM_WORLD_RANK\n"
+                        f"echo $(cat /proc/$$/personality) $(wc -c < /proc/$$/cmdline) $DYNAMIX_ROUND "
+                        f"${{#DYNAMIX_LAYOUT_PAD}} >> {d}/seen.$OMPI_COMM_WORLD_RANK\n"
                         f'exec {DYNAMIX} "$@"\n')
         wrapper.chmod(0o755)
-        for fixed, policies in (("1", ["static", "proportional"]), ("0", ["static"])):
+        for fixed, reps, policies in (("1", 1, ["static", "proportional"]), ("0", 1, ["static"]),
+                                      ("round", 2, ["static", "proportional"])):
             for k in range(2):
                 (d / f"seen.{k}").unlink(missing_ok=True)
-            r = run([str(SCRIPT), str(config), "1", str(d / f"layout{fixed}")]
+            r = run([str(SCRIPT), str(config), str(reps), str(d / f"layout{fixed}")]
                     + [f"{p}@{wrapper}" for p in policies],
                     timeout=300, env={**os.environ, "DYNAMIX_FIXED_LAYOUT": fixed})
             seen = [line.split() for k in range(2) for line in (d / f"seen.{k}").read_text().splitlines()]
-            fixed_seen = {int(p, 16) & 0x0040000 != 0 for p, _ in seen}
-            if r.returncode != 0 or len(seen) != 2 * len(policies) or fixed_seen != {fixed == "1"}:
-                fail(f"DYNAMIX_FIXED_LAYOUT={fixed}: exit {r.returncode}, (personality, command line) {seen}\n"
-                     f"{r.stdout}{r.stderr}")
-            if fixed == "1" and len({n for _, n in seen}) != 1:
-                fail(f"DYNAMIX_FIXED_LAYOUT=1: command lines of different lengths {seen}")
+            fixed_seen = {int(p, 16) & 0x0040000 != 0 for p, *_ in seen}
+            if r.returncode != 0 or len(seen) != 2 * reps * len(policies) or fixed_seen != {fixed != "0"}:
+                fail(f"DYNAMIX_FIXED_LAYOUT={fixed}: exit {r.returncode}, (personality, command line, round, "
+                     f"padding) {seen}\n{r.stdout}{r.stderr}")
+            if fixed != "0" and len({n for _, n, *_ in seen}) != 1:
+                fail(f"DYNAMIX_FIXED_LAYOUT={fixed}: command lines of different lengths {seen}")
+            pads = {(rnd, pad) for *_, rnd, pad in seen}
+            expected = {("0", "16"), ("1", "1568")} if fixed == "round" else {("0", "0")}
+            if pads != expected:
+                fail(f"DYNAMIX_FIXED_LAYOUT={fixed}: (round, padding) {sorted(pads)}, expected {sorted(expected)}")
         r = run([str(SCRIPT), str(config), "1", str(d / "layoutbad"), "static"], timeout=60,
                 env={**os.environ, "DYNAMIX_FIXED_LAYOUT": "yes"})
-        if r.returncode != 2 or "DYNAMIX_FIXED_LAYOUT='yes' is neither 0 nor 1" not in r.stderr:
+        if r.returncode != 2 or "DYNAMIX_FIXED_LAYOUT='yes' is not 0, 1 or round" not in r.stderr:
             fail(f"DYNAMIX_FIXED_LAYOUT=yes: exit {r.returncode}, expected 2 and a message\n{r.stderr}")
         if (d / "layoutbad").exists():
             fail("a refused DYNAMIX_FIXED_LAYOUT left its output directory behind")
         print("ok: DYNAMIX_FIXED_LAYOUT=1 runs every rank without address-space randomisation, "
-              "command lines equally long; a bad value is refused")
+              "command lines equally long; =round with one padding per round; a bad value is refused")
         r = compare(config, d / "typo", ["static+policy.learn"])
         if r.returncode != 2 or "'policy.learn' in static+policy.learn is not KEY=VALUE" not in r.stderr:
             fail(f"a setting without a value: exit {r.returncode}, expected 2 and a message\n{r.stderr}")
