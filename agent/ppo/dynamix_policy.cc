@@ -354,14 +354,20 @@ BatchPlan DynamixPolicy::decide(const ClusterState& s) {
             ? spells_.judge(spell_watch_, view.forecast, view.noise, current, plan.batch_sizes,
                             switch_cost_.cost(), ChangeAlarm::latency_steps())
             : ShortSpells::Verdict{};
-    const bool followed = confirmed && !spell.held_spell_ended();
+    // A spell held through after the plan had followed it (the change alarm's decision followed it,
+    // and the next one, told that it would end within a step or two, held that follow): the plan in
+    // force does not fit the ranks once they are back, and the spell's end is answered as a
+    // followed spell's is, by the plan before it (SlowdownReturn). Kept, the follow plan stayed
+    // 36 steps after the spell on the real spells cell, 60 in the simulator (docs/AGENT.md item 39).
+    const bool held_follow_ended = spell.held_spell_ended() && !slowdown_return_.slowed().empty();
+    const bool followed = (confirmed && !spell.held_spell_ended()) || held_follow_ended;
     // A spell held through that SpellWatch saw since the last decision and sees no more: the plan
     // held was made for the ranks' speeds outside it and is kept. The return's first steps are no
     // measure of them: on the real spells cell a held spell's ranks ran 10-15 % fast for 3-4 steps
     // after it, and the decision on them moved equal ranks to [30, 31, 33, 34] (docs/AGENT.md
     // item 37).
-    const bool held_return =
-        spell.held_spell_ended() && !view.recurring_hold && spells_over(rank_flags(spell.ended, n));
+    const bool held_return = spell.held_spell_ended() && !held_follow_ended && !view.recurring_hold &&
+                             spells_over(rank_flags(spell.ended, n));
     if (spell.hold || held_return) {
       plan.batch_sizes = current;
       plan.actions.assign(n, static_cast<double>(kHold));
