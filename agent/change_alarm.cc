@@ -73,7 +73,10 @@ bool ChangeAlarm::observe(const std::vector<double>& compute_s) {
     const bool by_recent = options_.recent && options_.confirm > 0 && outside_[i] > 0 &&
                            (slowed_[i] || quarter_readable(observed_)) &&
                            off_by_more_than(mean_of(quarter_[i]), e, options_.confirm);
-    const bool held = outside_[i] >= options_.steps;
+    // A rank in a slowdown back below its slow expectation is the slowdown's end, which the plan
+    // that followed it pays for at every step: two steps are enough there (Options::steps).
+    const bool returning = i < slowed_.size() && slowed_[i] && usable && t * options_.factor < e;
+    const bool held = outside_[i] >= (returning ? options_.steps - 1 : options_.steps);
     confirmed_[i] = outside_[i] > 0 && (by_mean || by_recent);  // a change under way that shows
     fired = fired || (held && by_mean);
     by_quarter = by_quarter || (held && by_recent);

@@ -14,7 +14,11 @@ class ChangeAlarm {
  public:
   struct Options {
     double factor = 2.0;  // a rank this many times slower or faster than expected has changed
-    int32_t steps = 3;    // consecutive steps it must stay so (one step alone is noise)
+    // Consecutive steps it must stay so (one step alone is noise); one fewer for a rank arm() names
+    // as slowed that runs `factor` times faster than expected: the end of a followed slowdown, where
+    // each step at the plan that followed it costs (on the real spells cell 4.6 steps at 11.6 ms
+    // over an even step, for 32 ms gained in the spell; docs/AGENT.md item 40).
+    int32_t steps = 3;
     // > 0: the rank's mean since the arming must also be off its expected time by more than this
     // share (the restart rule of RankTimeModels), or the alarm waits: a decision on a window whose
     // mean does not show the change would keep the plan (DynamixPolicy) and only cut the window

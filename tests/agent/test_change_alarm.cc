@@ -85,7 +85,7 @@ TEST(ChangeAlarm, WithRecentTheLastQuarterConfirmsAChangeToo) {
   slow.insert(slow.end(), 8, 2.4);
   const std::vector<bool> none, slowed = {false, true};
   for (const auto& [f, flags, with, without] :
-       {std::tuple{slow, none, 13, 16}, std::tuple{back, slowed, 6, 12}, std::tuple{back, none, 12, 12}}) {
+       {std::tuple{slow, none, 13, 16}, std::tuple{back, slowed, 5, 12}, std::tuple{back, none, 12, 12}}) {
     ChangeAlarm recent(r), whole(o);
     recent.arm({0.03, 0.09}, flags);
     whole.arm({0.03, 0.09});
@@ -95,6 +95,21 @@ TEST(ChangeAlarm, WithRecentTheLastQuarterConfirmsAChangeToo) {
   }
   ChangeAlarm wrong(r);
   EXPECT_THROW(wrong.arm({0.03, 0.09}, {true}), Error);
+}
+
+// A rank named as slowed that runs 2x faster than its (slow) expectation is back: two steps fire.
+// Not for a rank not so named, nor for one that slows further (docs/AGENT.md item 40).
+TEST(ChangeAlarm, TheEndOfASlowdownFiresAtItsSecondStep) {
+  const std::vector<double> expected = {0.03, 0.09};
+  for (const auto& [flags, factors, at] :
+       {std::tuple{std::vector<bool>{false, true}, std::vector<double>{1, 0.33, 0.33, 0.33}, 3},
+        std::tuple{std::vector<bool>{false, false}, std::vector<double>{1, 0.33, 0.33, 0.33}, 4},
+        std::tuple{std::vector<bool>{false, true}, std::vector<double>{1, 2.5, 2.5, 2.5}, 4},
+        std::tuple{std::vector<bool>{false, true}, std::vector<double>{1, 0.33, 1, 0.33, 0.33}, 5}}) {
+    ChangeAlarm alarm;
+    alarm.arm(expected, flags);
+    EXPECT_EQ(first_alarm(alarm, expected, 1, factors), at);
+  }
 }
 
 // A change confirmed by the quarter alone waits, up to 3 steps, for another rank outside the band
