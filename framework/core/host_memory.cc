@@ -56,11 +56,10 @@ std::string HeapHugePages::kernel_mode() {
   return open == std::string::npos || close <= open ? "" : text.substr(open + 1, close - open - 1);
 }
 
-std::string HeapHugePages::describe() {
-  const std::string mode = kernel_mode();
-  if (mode == "never") return "host memory: 4 KiB pages (the kernel's transparent_hugepage is never)";
+std::string HeapHugePages::describe() const {
+  if (mode_ == "never") return "host memory: 4 KiB pages (the kernel's transparent_hugepage is never)";
   return "host memory: the heap in transparent huge pages (train.huge_pages; kernel mode " +
-         (mode.empty() ? std::string("unknown") : mode) + ")";
+         (mode_.empty() ? std::string("unknown") : mode_) + ")";
 }
 
 size_t HeapHugePages::advise() {

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace dynamix {
 
@@ -39,16 +40,17 @@ KeptHostMemory keep_freed_host_memory();
 class HeapHugePages {
  public:
   // `mode` is the kernel's transparent_hugepage mode, read here unless a test names one.
-  explicit HeapHugePages(const std::string& mode = kernel_mode()) : off_(mode == "never") {}
+  explicit HeapHugePages(std::string mode = kernel_mode()) : mode_(std::move(mode)), off_(mode_ == "never") {}
   // The kernel's transparent_hugepage mode ("always", "madvise" or "never"); "" where unknown.
   static std::string kernel_mode();
-  // For the run's start line: what advise() will do here.
-  static std::string describe();
+  // For the run's start line: what advise() will do, by the mode this was built with.
+  std::string describe() const;
   // Marks and collapses the heap grown since the last call; cheap when it has not grown by a huge
   // page (one sbrk(0)). Returns the bytes marked by this call.
   size_t advise();
 
  private:
+  std::string mode_;
   uintptr_t marked_end_ = 0;
   bool off_;  // the kernel's mode is "never", or madvise refused MADV_HUGEPAGE (no THP): do nothing
 };

@@ -115,7 +115,7 @@ void Trainer::setup() {
     log(kept.said);
     if (kept.kept && config_.train.huge_pages) {
       huge_pages_ = std::make_unique<HeapHugePages>();
-      log(HeapHugePages::describe());
+      log(huge_pages_->describe());
     }
   }
   data_ = load_dataset(dataset_spec(config_.dataset));

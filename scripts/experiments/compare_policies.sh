@@ -41,10 +41,11 @@ while (($#)); do
 done
 ((${#policies[@]})) || policies=(static proportional gns dynamix)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-layout=()
+layout=() per_round=0
 case ${DYNAMIX_FIXED_LAYOUT:-0} in
   0) ;;
-  1 | round)
+  round) per_round=1 ;&
+  1)
     layout=(setarch "$(uname -m)" -R)
     "${layout[@]}" true 2>/dev/null ||
       { echo "compare_policies: DYNAMIX_FIXED_LAYOUT=$DYNAMIX_FIXED_LAYOUT needs 'setarch $(uname -m) -R', which failed here" >&2; exit 2; }
@@ -104,6 +105,8 @@ for ((k = 0; k < ${#labels[@]}; k++)); do
   for s in "${stems[@]}"; do [[ $s != "$stem" ]] || { stem="$stem-$k"; break; }; done
   stems+=("$stem")
 done
+# N underscores (a padding).
+underscores() { printf '%*s' "$1" '' | tr ' ' _; }
 # Policy i's settings of its own as dynamix arguments, in `own`.
 own_args() {
   own=()
@@ -122,15 +125,14 @@ if ((${#layout[@]})); then
     if ((n > most)); then most=$n; fi
   done
   for ((i = 0; i < ${#labels[@]}; i++)); do
-    stems[i]+=$(printf '%*s' $((most - lengths[i])) '' | tr ' ' _)
+    stems[i]+=$(underscores $((most - lengths[i])))
   done
 fi
 mkdir -p "$out"
 failed=0
 for ((r = 0; r < reps; r++)); do
   round_env=(DYNAMIX_ROUND="$r")
-  [[ ${DYNAMIX_FIXED_LAYOUT:-0} != round ]] ||
-    round_env+=(DYNAMIX_LAYOUT_PAD="$(printf '%*s' $((16 * ((97 * r + 1) % 256))) '' | tr ' ' _)")
+  ((per_round == 0)) || round_env+=(DYNAMIX_LAYOUT_PAD="$(underscores $((16 * ((97 * r + 1) % 256))))")
   for ((k = 0; k < ${#policies[@]}; k++)); do
     i=$(((k + r) % ${#policies[@]}))
     own_args "$i"
