@@ -69,6 +69,9 @@ struct BatchBounds {
   // B does not go below (the batch its learning rate was set for; AdaptDL's init_batch_size).
   int32_t global_batch = 0;
   double max_change = 0.5;  // max relative change of b_i per window (0 = unlimited)
+  // Every b_i a multiple of this (batch.multiple), and so B: fewer distinct shapes per rank (each
+  // new one costs LibTorch's oneDNN or cuDNN a setup and memory) and tensor-core friendly sizes.
+  int32_t multiple = 1;
 };
 
 struct ClusterState {

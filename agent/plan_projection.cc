@@ -72,6 +72,41 @@ void add_note(BatchPlan& plan, const std::string& note) {
   plan.note += note;
 }
 
+// project_plan in units of b.multiple samples (see plan_projection.h).
+BatchPlan project_in_units(std::vector<double> desired, const std::vector<int32_t>& current,
+                           const BatchBounds& b, const std::vector<double>* centre) {
+  const int32_t k = b.multiple;
+  const size_t n = current.size();
+  BatchBounds u = b;
+  u.multiple = 1;
+  u.min = std::max(1, (std::max(1, b.min) + k - 1) / k);
+  u.max.clear();
+  for (size_t i = 0; i < (b.max.size() == 1 ? 1 : b.max.size()); ++i) u.max.push_back(rank_max(b, i) / k);
+  std::string note;
+  if (b.fixed_global && b.global_batch > 0) {
+    u.global_batch = std::max<int32_t>(1, int32_t(std::lround(double(b.global_batch) / k)));
+    if (int64_t(u.global_batch) * k != b.global_batch)
+      note = "global batch " + std::to_string(b.global_batch) + " is not a multiple of batch.multiple " +
+             std::to_string(k) + ": using " + std::to_string(int64_t(u.global_batch) * k);
+  } else if (b.fixed_global) {
+    int64_t sum = 0;
+    for (int32_t c : current) sum += c;
+    u.global_batch = std::max<int32_t>(1, int32_t(std::lround(double(sum) / k)));
+  }
+  std::vector<int32_t> cur(n);
+  for (size_t i = 0; i < n; ++i) cur[i] = std::max(1, int32_t(std::lround(double(current[i]) / k)));
+  for (double& x : desired) x /= k;
+  std::vector<double> c;
+  if (centre) {
+    c = *centre;
+    for (double& x : c) x /= k;
+  }
+  BatchPlan plan = project_plan(std::move(desired), cur, u, centre ? &c : nullptr);
+  for (int32_t& x : plan.batch_sizes) x *= k;
+  if (!note.empty()) add_note(plan, note);
+  return plan;
+}
+
 }  // namespace
 
 int32_t rank_max(const BatchBounds& b, size_t i) {
@@ -90,6 +125,7 @@ BatchPlan project_plan(std::vector<double> desired, const std::vector<int32_t>& 
   DYNAMIX_CHECK(b.max.size() <= 1 || b.max.size() == n,
                 "project_plan: bounds.max has " + std::to_string(b.max.size()) + " entries, expected 1 or " +
                     std::to_string(n) + " (one per rank)");
+  if (b.multiple > 1) return project_in_units(std::move(desired), current, b, centre);
   BatchPlan plan;
   if (n == 0) return plan;
 

@@ -16,6 +16,9 @@ namespace dynamix {
 //     closest feasible sum and a note saying so;
 //  3. |b_i - current_i| <= b.max_change * current_i (0 = unlimited), always allowing a step of 1;
 //     relaxed (with a note) only when the fixed global batch cannot be met otherwise.
+// With b.multiple k > 1 all of this holds in units of k samples: every b_i a multiple of k, within
+// [ceil(min/k)·k, floor(max_i/k)·k], and a fixed B not a multiple of k rounded to the nearest one
+// (with a note); a step of k is always allowed.
 // Non-finite desired entries mean "keep current"; negative or zero ones go to the lower bound.
 // b.max may be empty (no upper bound) or hold one value for every rank.
 // `centre`, when given, moves rule 3's band: |b_i - centre_i| <= b.max_change * centre_i, and a

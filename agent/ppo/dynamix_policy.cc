@@ -498,7 +498,7 @@ bool DynamixPolicy::spells_over(const std::vector<bool>& ranks) const {
 void DynamixPolicy::restore_equal_plan(const BalanceView& view, const std::vector<int32_t>& current,
                                        const BatchBounds& bounds, int32_t horizon, BatchPlan& plan) const {
   const auto [lo, hi] = std::minmax_element(plan.batch_sizes.begin(), plan.batch_sizes.end());
-  if (plan.batch_sizes.empty() || *hi - *lo <= 1) return;  // even already, up to rounding
+  if (plan.batch_sizes.empty() || *hi - *lo <= std::max(1, bounds.multiple)) return;  // even, up to rounding
   const std::vector<double> even(current.size(), view.global_batch / double(current.size()));
   const std::vector<int32_t> equal = project_plan(even, current, bounds).batch_sizes;
   std::string why;

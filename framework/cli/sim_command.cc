@@ -34,6 +34,7 @@ SimRunOptions sim_options_from_file(const std::string& path, const std::vector<s
   o.initial_plan = initial_batches(config, nodes);
   o.bounds.min = config.batch.min;
   o.bounds.max.assign(static_cast<size_t>(nodes), config.batch.max);
+  o.bounds.multiple = config.batch.multiple;
   o.bounds.fixed_global = config.batch.global == GlobalBatch::kFixed;
   o.bounds.global_batch = 0;
   for (int32_t b : o.initial_plan) o.bounds.global_batch += b;

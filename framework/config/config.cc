@@ -184,6 +184,11 @@ Fields batch_fields(BatchConfig& b, const YamlReader& r) {
          r.require(b.min >= 1, v, p, "must be >= 1");
        }},
       {"max", [&](const Node& v, const Path& p) { b.max = r.int32(v, p); }},
+      {"multiple",
+       [&](const Node& v, const Path& p) {
+         b.multiple = r.int32(v, p);
+         r.require(b.multiple >= 1, v, p, "must be >= 1");
+       }},
       {"global", [&](const Node& v, const Path& p) { b.global = read_choice<GlobalBatch>(r, v, p); }},
   };
 }
@@ -421,6 +426,14 @@ void check_relations(const Config& c, const ConfigOrigin& origin) {
                        "'" + key + "' (" + std::to_string(b.init[i]) +
                            ") must be within ['batch.min', 'batch.max'] = [" + std::to_string(b.min) + ", " +
                            std::to_string(b.max) + "]");
+    }
+  }
+  for (size_t i = 0; i < b.init.size(); ++i) {
+    if (b.init[i] % b.multiple != 0) {
+      const std::string key = b.init.size() == 1 ? "batch.init" : "batch.init[" + std::to_string(i) + "]";
+      origin.fail_keys({"batch.init", "batch.multiple"}, "'" + key + "' (" + std::to_string(b.init[i]) +
+                                                             ") must be a multiple of 'batch.multiple' (" +
+                                                             std::to_string(b.multiple) + ")");
     }
   }
   if (c.policy.shadow && !c.policy.replay.empty()) {

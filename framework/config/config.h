@@ -73,6 +73,8 @@ struct BatchConfig {
   std::vector<int32_t> init = {32};  // one value (every rank) or one per rank
   int32_t min = 1;
   int32_t max = 1024;
+  // Every rank's batch a multiple of this, in every plan of every policy (BatchBounds::multiple).
+  int32_t multiple = 1;
   GlobalBatch global = GlobalBatch::kFixed;  // whether policies must keep sum b_i constant
 };
 

@@ -40,6 +40,11 @@ bool valid_plan(const std::vector<int32_t>& plan, const BatchBounds& b, size_t w
              std::to_string(b.min) + ", " + std::to_string(b.max[i]) + "]";
       return false;
     }
+    if (plan[i] % std::max(1, b.multiple) != 0) {
+      *why = "b_" + std::to_string(i) + " = " + std::to_string(plan[i]) +
+             " not a multiple of batch.multiple " + std::to_string(b.multiple);
+      return false;
+    }
   }
   return true;
 }

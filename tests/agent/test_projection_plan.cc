@@ -105,6 +105,42 @@ TEST(ProjectionTest, RelaxesChangeLimitOnlyToKeepGlobalBatch) {
   EXPECT_NE(p.note.find("max_change relaxed"), std::string::npos);
 }
 
+// batch.multiple: the same projection in units of k samples. 64:64:32:16 at B = 128 and k = 8 is
+// 5.82, 5.82, 2.91, 1.45 units: floors 5, 5, 2, 1 (13 of 16), and the three units left go where
+// they raise a rank least relative to its share: 6/5.82 (both large ranks) and 3/2.91 before
+// 2/1.45. Bounds round inward (min 5 -> 8, max 44 -> 40), a step of one unit is always allowed,
+// and a B that is not a multiple is rounded to the nearest one, with a note.
+TEST(ProjectionTest, AMultipleProjectsInItsUnits) {
+  BatchBounds b;
+  b.min = 1;
+  b.max = {100};
+  b.max_change = 0;
+  b.global_batch = 128;
+  b.multiple = 8;
+  EXPECT_EQ(project_plan({64, 64, 32, 16}, {32, 32, 32, 32}, b).batch_sizes,
+            (std::vector<int32_t>{48, 48, 24, 8}));
+  b.min = 5;
+  b.max = {44};
+  EXPECT_EQ(project_plan({100, 10, 10, 8}, {32, 32, 32, 32}, b).batch_sizes,
+            (std::vector<int32_t>{40, 32, 32, 24}));  // 40 is rank 0's most; the rest share 88
+  b.max = {100};
+  b.min = 1;
+  b.max_change = 0.1;  // 10 % of 32 is under a unit: one unit of change is still allowed
+  EXPECT_EQ(project_plan({64, 64, 0, 0}, {32, 32, 32, 32}, b).batch_sizes,
+            (std::vector<int32_t>{40, 40, 24, 24}));
+  b.max_change = 0;
+  b.global_batch = 130;
+  const BatchPlan odd = project_plan({1, 1, 1, 1}, {32, 32, 32, 32}, b);
+  EXPECT_EQ(odd.batch_sizes, (std::vector<int32_t>{32, 32, 32, 32}));
+  EXPECT_NE(odd.note.find("global batch 130 is not a multiple of batch.multiple 8: using 128"),
+            std::string::npos)
+      << odd.note;
+  // Adaptive B: each rank rounds to its nearest multiple within the bounds.
+  b.fixed_global = false;
+  EXPECT_EQ(project_plan({27, 29, 3, 60}, {32, 32, 32, 32}, b).batch_sizes,
+            (std::vector<int32_t>{24, 32, 8, 64}));
+}
+
 TEST(ProjectionTest, LengthMismatchIsAnError) {
   BatchBounds b;
   EXPECT_THROW(project_plan({1, 2}, {1}, b), Error);

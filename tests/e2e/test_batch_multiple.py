@@ -1,0 +1,80 @@
+"""batch.multiple through the real CLI: with ranks 4x apart, every moving policy (proportional, gns,
+dynamix, and gns with an adaptive global batch) trains at plans whose every batch is a multiple of
+batch.multiple, step for step, and does move the plan, so the check can fail; without the option the
+same runs meet sizes that are not. `dynamix sim` keeps it too. A batch.init entry that is not a
+multiple, a batch.max under it, and a multiple below 1 are errors naming the keys, and the runs they
+stop leave no outputs."""
+import json
+
+from e2e_util import (DYNAMIX, SLOW_RANK_MLP, SOURCE_DIR, TempDir, expect_error, expect_no_outputs, fail,
+                      read_jsonl, run, train_cmd, train_logs, write)
+
+K = 8
+
+
+def sizes(steps):
+    return sorted({b for s in steps for b in s["batch_sizes"]})
+
+
+def check_train(d, policy, sets=()):
+    name = "_".join([policy, *(x.split("=")[1] for x in sets)])
+    _, steps, _ = train_logs(d, name, SLOW_RANK_MLP, [f"policy.name={policy}", f"batch.multiple={K}", *sets])
+    plans = {tuple(s["batch_sizes"]) for s in steps}
+    if len(plans) < 2:
+        fail(f"{policy} {list(sets)}: the plan never moved on ranks 4x apart, so the check proves nothing: {plans}")
+    off = [s["step"] for s in steps if any(b % K for b in s["batch_sizes"])]
+    if off:
+        fail(f"{policy} {list(sets)}: batch sizes not multiples of {K} at steps {off[:5]}: {sizes(steps)}")
+    print(f"ok: {policy} {list(sets)} with batch.multiple={K}: plans {sorted(plans)}")
+
+
+def check_without(d):
+    """The control: proportional without the option meets sizes that are not multiples of K."""
+    _, steps, _ = train_logs(d, "control", SLOW_RANK_MLP, ["policy.name=proportional"])
+    if all(b % K == 0 for b in sizes(steps)):
+        fail(f"proportional without batch.multiple ran only multiples of {K} ({sizes(steps)}): the test proves nothing")
+    print(f"ok: without the option proportional ran sizes {sizes(steps)}")
+
+
+def check_sim(d):
+    out = d / "sim"
+    r = run([str(DYNAMIX), "sim", "--config", str(SOURCE_DIR / "configs" / "sim_hetero32.yaml"), "--policies",
+             "proportional,dynamix", "--set", f"output.dir={out}", "--set", f"batch.multiple={K}",
+             "--set", "sim.workload.target_progress=1500"])
+    if r.returncode != 0:
+        fail(f"dynamix sim with batch.multiple failed ({r.returncode}): {r.stderr[-600:]}")
+    for policy in ("proportional", "dynamix"):
+        plans = [x["plan"] for x in read_jsonl(out / policy / "decisions.jsonl")]
+        if len({tuple(p) for p in plans}) < 2:
+            fail(f"sim {policy}: the plan never moved on a 32-node cluster of two speeds")
+        off = [p for p in plans if any(b % K for b in p)]
+        if off:
+            fail(f"sim {policy}: plans with sizes not multiples of {K}: {off[:2]}")
+    print(f"ok: dynamix sim kept batch.multiple={K} for proportional and dynamix")
+
+
+def check_errors(d):
+    out = d / "refused"
+    cfg = write(d / "refused.yaml", SLOW_RANK_MLP.replace("OUT", str(out)))
+    for sets, needle in [
+        ([f"batch.multiple={K}", "batch.init=[12,32]"], f"'batch.init[0]' (12) must be a multiple of 'batch.multiple' ({K})"),
+        (["batch.multiple=3", "batch.init=32"], "'batch.init' (32) must be a multiple of 'batch.multiple' (3)"),
+        (["batch.multiple=0"], "'batch.multiple' must be >= 1"),
+    ]:
+        expect_error(train_cmd(2, cfg, sets), needle, f"refused {sets}")
+        expect_no_outputs(out, f"refused {sets}")
+
+
+def main():
+    with TempDir() as d:
+        check_train(d, "proportional")
+        check_train(d, "gns")
+        check_train(d, "dynamix")
+        check_train(d, "gns", ["batch.global=adaptive"])
+        check_without(d)
+        check_sim(d)
+        check_errors(d)
+
+
+if __name__ == "__main__":
+    main()
