@@ -1,8 +1,9 @@
 """batch.multiple through the real CLI: with ranks 4x apart, every moving policy (proportional, gns,
 dynamix, and gns with an adaptive global batch) trains at plans whose every batch is a multiple of
 batch.multiple, step for step, and does move the plan, so the check can fail; without the option the
-same runs meet sizes that are not. `dynamix sim` keeps it too. A batch.init entry that is not a
-multiple, a batch.max under it, and a multiple below 1 are errors naming the keys, and the runs they
+same runs meet sizes that are not. `dynamix sim` keeps it too. A rank out of memory is repaired in
+multiples, and one out of memory at the least multiple ends the run naming both keys. A batch.init
+entry that is not a multiple and a multiple below 1 are errors naming the keys, and the runs they
 stop leave no outputs."""
 import json
 
@@ -53,6 +54,35 @@ def check_sim(d):
     print(f"ok: dynamix sim kept batch.multiple={K} for proportional and dynamix")
 
 
+OOM_CONFIG = """
+model: cnn
+dataset: {name: synthetic, shape: [1, 28, 28], classes: 10, train_size: 3000, test_size: 200}
+batch: {init: [64, 64, 256], min: 4, max: 512, multiple: 8}
+train: {max_steps: 4, optimizer: sgd, lr: 0.02, seed: 2, eval_every: 0}
+policy: {window: 4}
+monitor: {enabled: false}
+hetero: {memory_mb: [0, 0, 40]}
+output: {dir: OUT}
+"""
+
+
+def check_out_of_memory(d):
+    """A rank out of memory gets a lower limit in multiples too; where even the least multiple does not
+    fit, the run ends with an error naming both keys instead of retrying forever."""
+    out = d / "oom"
+    r = run(train_cmd(3, write(d / "oom.yaml", OOM_CONFIG.replace("OUT", str(out)))))
+    if r.returncode != 0 or "out of memory on rank 2 at batch 256" not in r.stdout:
+        fail(f"out of memory with batch.multiple: exit {r.returncode}, no recovery at 256:\n{r.stdout[-800:]}")
+    steps = read_jsonl(out / "metrics.jsonl")
+    if any(b % K for s in steps for b in s["batch_sizes"]) or steps[-1]["batch_sizes"][2] >= 256:
+        fail(f"out of memory with batch.multiple: plans {[s['batch_sizes'] for s in steps]}")
+    print(f"ok: out of memory repaired in multiples of {K}: {[s['batch_sizes'] for s in steps]}")
+    tiny = OOM_CONFIG.replace("[0, 0, 40]", "[0, 0, 8]").replace("multiple: 8", "multiple: 64")
+    tiny = tiny.replace("OUT", str(d / "oom_tiny"))
+    expect_error(train_cmd(3, write(d / "tiny.yaml", tiny)), "the smallest allowed (batch.min, batch.multiple)",
+                 "out of memory at the least multiple")
+
+
 def check_errors(d):
     out = d / "refused"
     cfg = write(d / "refused.yaml", SLOW_RANK_MLP.replace("OUT", str(out)))
@@ -73,6 +103,7 @@ def main():
         check_train(d, "gns", ["batch.global=adaptive"])
         check_without(d)
         check_sim(d)
+        check_out_of_memory(d)
         check_errors(d)
 
 
