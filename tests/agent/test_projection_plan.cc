@@ -14,12 +14,18 @@ namespace {
 
 int64_t sum(const std::vector<int32_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
 
-TEST(ProjectionTest, RoundingKeepsTheLargestRelativeExcessSmallest) {
+// Bounds of B = `global` with b_i in [1, 100] and no change limit.
+BatchBounds fixed_b(int32_t global) {
   BatchBounds b;
   b.min = 1;
   b.max = {100};
   b.max_change = 0;
-  b.global_batch = 4;
+  b.global_batch = global;
+  return b;
+}
+
+TEST(ProjectionTest, RoundingKeepsTheLargestRelativeExcessSmallest) {
+  BatchBounds b = fixed_b(4);
   // Continuous fit is the desired plan itself; the unit left goes to the first of the tied 1.5's.
   EXPECT_EQ(project_plan({1.5, 1.5, 1.0}, {1, 1, 1}, b).batch_sizes, (std::vector<int32_t>{2, 1, 1}));
   b.global_batch = 128;
@@ -111,11 +117,7 @@ TEST(ProjectionTest, RelaxesChangeLimitOnlyToKeepGlobalBatch) {
 // 2/1.45. Bounds round inward (min 5 -> 8, max 44 -> 40), a step of one unit is always allowed,
 // and a B that is not a multiple is rounded to the nearest one, with a note.
 TEST(ProjectionTest, AMultipleProjectsInItsUnits) {
-  BatchBounds b;
-  b.min = 1;
-  b.max = {100};
-  b.max_change = 0;
-  b.global_batch = 128;
+  BatchBounds b = fixed_b(128);
   b.multiple = 8;
   EXPECT_EQ(project_plan({64, 64, 32, 16}, {32, 32, 32, 32}, b).batch_sizes,
             (std::vector<int32_t>{48, 48, 24, 8}));
