@@ -420,20 +420,17 @@ void check_relations(const Config& c, const ConfigOrigin& origin) {
                                                      std::to_string(b.max) + ")");
   }
   for (size_t i = 0; i < b.init.size(); ++i) {
+    const std::string key =
+        "'" + (b.init.size() == 1 ? std::string("batch.init") : "batch.init[" + std::to_string(i) + "]") +
+        "' (" + std::to_string(b.init[i]) + ")";
     if (b.init[i] < b.min || b.init[i] > b.max) {
-      const std::string key = b.init.size() == 1 ? "batch.init" : "batch.init[" + std::to_string(i) + "]";
       origin.fail_keys({"batch.init", "batch.min", "batch.max"},
-                       "'" + key + "' (" + std::to_string(b.init[i]) +
-                           ") must be within ['batch.min', 'batch.max'] = [" + std::to_string(b.min) + ", " +
+                       key + " must be within ['batch.min', 'batch.max'] = [" + std::to_string(b.min) + ", " +
                            std::to_string(b.max) + "]");
     }
-  }
-  for (size_t i = 0; i < b.init.size(); ++i) {
     if (b.init[i] % b.multiple != 0) {
-      const std::string key = b.init.size() == 1 ? "batch.init" : "batch.init[" + std::to_string(i) + "]";
-      origin.fail_keys({"batch.init", "batch.multiple"}, "'" + key + "' (" + std::to_string(b.init[i]) +
-                                                             ") must be a multiple of 'batch.multiple' (" +
-                                                             std::to_string(b.multiple) + ")");
+      origin.fail_keys({"batch.init", "batch.multiple"},
+                       key + " must be a multiple of 'batch.multiple' (" + std::to_string(b.multiple) + ")");
     }
   }
   if (c.policy.shadow && !c.policy.replay.empty()) {
