@@ -254,6 +254,7 @@ void Trainer::prepare() {
         }
       }
       set_generator_state(progress_.rng_states[static_cast<size_t>(rank_)]);
+      fit_resumed_plan_to_multiple();
     } else {
       resplit_for_new_world();  // the sampler continues the epoch
       torch::manual_seed(config_.train.seed + 1000003ULL * static_cast<uint64_t>(rank_) + progress_.step);
@@ -307,6 +308,20 @@ void Trainer::prepare() {
   start_ = Clock::now();
 }
 
+void Trainer::fit_resumed_plan_to_multiple() {
+  // A run resumed with a batch.multiple its checkpoint's plan does not keep: that plan projected
+  // onto the multiples (B kept where it is one) from the first step on, not from the first decision.
+  const int32_t k = bounds_.multiple;
+  if (k <= 1 || std::all_of(plan_.begin(), plan_.end(), [k](int32_t b) { return b % k == 0; })) return;
+  BatchBounds fit = bounds_;
+  fit.max_change = 0;
+  const std::string before = join_plan(plan_);
+  const BatchPlan p = project_plan(std::vector<double>(plan_.begin(), plan_.end()), plan_, fit);
+  plan_ = p.batch_sizes;
+  log("resume: the checkpoint's plan [" + before + "] is not in multiples of batch.multiple " +
+      std::to_string(k) + ": using [" + join_plan(plan_) + "]" + (p.note.empty() ? "" : " (" + p.note + ")"));
+}
+
 void Trainer::resplit_for_new_world() {
   // The run keeps its global batch B (fixed B, or where an adaptive B had moved) and its lr
   // reference, so the learning rate stays what it was; B is split evenly over the new ranks.
@@ -323,10 +338,8 @@ void Trainer::resplit_for_new_world() {
   plan_ = project_plan(desired, std::vector<int32_t>(static_cast<size_t>(world_), 1), even).batch_sizes;
   const int64_t got = std::accumulate(plan_.begin(), plan_.end(), int64_t{0});
   bounds_.global_batch = static_cast<int32_t>(bounds_.fixed_global ? got : progress_.base_batch);
-  std::string shown;
-  for (int32_t b : plan_) shown += (shown.empty() ? "" : ",") + std::to_string(b);
   log("resume: world size changed from " + std::to_string(old_world) + " to " + std::to_string(world_) +
-      "; global batch " + std::to_string(want) + " split evenly: [" + shown + "]" +
+      "; global batch " + std::to_string(want) + " split evenly: [" + join_plan(plan_) + "]" +
       (got == want ? "" : " (B is now " + std::to_string(got) + ": batch.min/max allow no more)"));
   progress_.world_size = world_;
   progress_.plan = plan_;

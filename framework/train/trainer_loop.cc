@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
-#include <sstream>
 #include <utility>
 
 #include "agent/plan_projection.h"
@@ -20,12 +19,6 @@
 
 namespace dynamix {
 namespace {
-
-std::string join(const std::vector<int32_t>& v) {
-  std::ostringstream os;
-  for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
-  return os.str();
-}
 
 nlohmann::json nullable(double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); }
 
@@ -159,7 +152,7 @@ void Trainer::maybe_evaluate(bool force) {
       "] train loss " + train_loss + " | test loss " + format_number("%.4f", loss) + " acc " +
       format_number("%.4f", acc) + " | " + format_number("%.0f", thr) + " samples/s | wait " +
       format_number("%.1f", 100.0 * progress_.wait_fraction_sum / std::max<int64_t>(1, progress_.step)) +
-      "% | plan [" + join(plan_) + "] | " + format_number("%.1f", now) + " s");
+      "% | plan [" + join_plan(plan_) + "] | " + format_number("%.1f", now) + " s");
 }
 
 void Trainer::decide_window() {
@@ -367,7 +360,8 @@ void Trainer::recover_from_oom(const std::vector<int32_t>& ooms, const std::stri
   set_plan(fixed.batch_sizes);
   sampler_->set_position(epoch, cursor);
   log("step " + std::to_string(progress_.step + 1) + ": out of memory on rank " + who +
-      "; step redone with plan [" + join(plan_) + "]" + (fixed.note.empty() ? "" : " (" + fixed.note + ")"));
+      "; step redone with plan [" + join_plan(plan_) + "]" +
+      (fixed.note.empty() ? "" : " (" + fixed.note + ")"));
 }
 
 void Trainer::save_checkpoint() {
@@ -427,7 +421,7 @@ bool Trainer::run() {
   log("dynamix: " + std::to_string(world_) + " ranks, backend " + comm_.backend() + ", model " +
       config_.model + ", dataset " + config_.dataset.name + " (" + std::to_string(data_.train->size()) +
       " train / " + std::to_string(data_.test->size()) + " test), policy " + config_.policy.name +
-      ", plan [" + join(plan_) + "], monitor " + monitor_source() + ", " +
+      ", plan [" + join_plan(plan_) + "], monitor " + monitor_source() + ", " +
       std::to_string(buckets_->num_buckets()) + " gradient bucket(s) of " +
       format_number("%.1f", buckets_->total_bytes() / 1048576.0) + " MB in all" +
       (idle_wait.empty() ? "" : ", MPI waits " + idle_wait));

@@ -2,7 +2,9 @@
 dynamix, and gns with an adaptive global batch) trains at plans whose every batch is a multiple of
 batch.multiple, step for step, and does move the plan, so the check can fail; without the option the
 same runs meet sizes that are not. `dynamix sim` keeps it too. A rank out of memory is repaired in
-multiples, and one out of memory at the least multiple ends the run naming both keys. A batch.init
+multiples, and one out of memory at the least multiple ends the run naming both keys. A run resumed
+with the option from a checkpoint whose plan is not in multiples trains in multiples from its first
+step on. A batch.init
 entry that is not a multiple and a multiple below 1 are errors naming the keys, and the runs they
 stop leave no outputs."""
 import json
@@ -83,6 +85,28 @@ def check_out_of_memory(d):
                  "out of memory at the least multiple")
 
 
+def check_resume(d):
+    """A run resumed with batch.multiple, whose checkpoint's plan is not in multiples, trains in
+    multiples from its first resumed step on and says so."""
+    out = d / "resumed"
+    cfg = write(d / "resumed.yaml", SLOW_RANK_MLP.replace("OUT", str(out)).replace("max_steps: 16", "max_steps: 8"))
+    first = run(train_cmd(2, cfg, ["policy.name=proportional"]))
+    second = run(train_cmd(2, cfg, ["policy.name=proportional", "train.max_steps=16", f"batch.multiple={K}"],
+                           ["--resume"]))
+    if first.returncode != 0 or second.returncode != 0:
+        fail(f"resume with batch.multiple: exits {first.returncode}, {second.returncode}: {second.stderr[-600:]}")
+    steps = read_jsonl(out / "metrics.jsonl")
+    before = [s["batch_sizes"] for s in steps if s["step"] == 8]
+    if not before or all(b % K == 0 for b in before[0]):
+        fail(f"the first run's last plan {before} is in multiples of {K} already: the check proves nothing")
+    after = [(s["step"], s["batch_sizes"]) for s in steps if s["step"] > 8]
+    if not after or any(b % K for _, p in after for b in p):
+        fail(f"resumed with batch.multiple={K}, steps after 8 ran {after}")
+    if f"is not in multiples of batch.multiple {K}" not in second.stdout:
+        fail(f"the resumed run does not say its plan was fitted to the multiple:\n{second.stdout[-800:]}")
+    print(f"ok: step 8 ran {before[0]}; resumed with batch.multiple={K}: {after[0][1]} from step {after[0][0]}")
+
+
 def check_errors(d):
     out = d / "refused"
     cfg = write(d / "refused.yaml", SLOW_RANK_MLP.replace("OUT", str(out)))
@@ -104,6 +128,7 @@ def main():
         check_without(d)
         check_sim(d)
         check_out_of_memory(d)
+        check_resume(d)
         check_errors(d)
 
 
