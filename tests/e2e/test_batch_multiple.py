@@ -4,11 +4,9 @@ batch.multiple, step for step, and does move the plan, so the check can fail; wi
 same runs meet sizes that are not. `dynamix sim` keeps it too. A rank out of memory is repaired in
 multiples, and one out of memory at the least multiple ends the run naming both keys. A run resumed
 with the option from a checkpoint whose plan is not in multiples trains in multiples from its first
-step on. A batch.init
-entry that is not a multiple and a multiple below 1 are errors naming the keys, and the runs they
-stop leave no outputs."""
-import json
-
+step on, and a replayed plan not in multiples is refused with a note. A batch.init entry that is
+not a multiple and a multiple below 1 are errors naming the keys, and the runs they stop leave no
+outputs."""
 from e2e_util import (DYNAMIX, SLOW_RANK_MLP, SOURCE_DIR, TempDir, expect_error, expect_no_outputs, fail,
                       read_jsonl, run, train_cmd, train_logs, write)
 
@@ -107,6 +105,21 @@ def check_resume(d):
     print(f"ok: step 8 ran {before[0]}; resumed with batch.multiple={K}: {after[0][1]} from step {after[0][0]}")
 
 
+def check_replay(d):
+    """policy.replay under batch.multiple: a listed plan not in multiples is refused with a note naming
+    the option and the plan kept; a plan in multiples is put in force."""
+    listed = write(d / "listed.jsonl", '{"step": 2, "plan": [44, 20]}\n{"step": 4, "plan": [40, 24]}\n')
+    _, steps, decisions = train_logs(d, "replayed", SLOW_RANK_MLP.replace("max_steps: 16", "max_steps: 8"),
+                                     [f"batch.multiple={K}", f"policy.replay={listed}"])
+    plans = {s["step"]: s["batch_sizes"] for s in steps}
+    if plans.get(3) != [32, 32] or plans.get(5) != [40, 24]:
+        fail(f"replay under batch.multiple: plans {plans}, expected [32, 32] at step 3 and [40, 24] at step 5")
+    note = next((x.get("note", "") for x in decisions if x["step"] == 2), "")
+    if f"not a multiple of batch.multiple {K}" not in note:
+        fail(f"the refused replayed plan's decision does not say why: {note!r}")
+    print(f"ok: replay under batch.multiple: [44, 20] refused ({note}), [40, 24] put in force")
+
+
 def check_errors(d):
     out = d / "refused"
     cfg = write(d / "refused.yaml", SLOW_RANK_MLP.replace("OUT", str(out)))
@@ -129,6 +142,7 @@ def main():
         check_sim(d)
         check_out_of_memory(d)
         check_resume(d)
+        check_replay(d)
         check_errors(d)
 
 
