@@ -79,9 +79,8 @@ BatchPlan project_in_units(std::vector<double> desired, const std::vector<int32_
   const size_t n = current.size();
   BatchBounds u = b;
   u.multiple = 1;
-  u.min = std::max(1, (std::max(1, b.min) + k - 1) / k);
-  u.max.clear();
-  for (size_t i = 0; i < (b.max.size() == 1 ? 1 : b.max.size()); ++i) u.max.push_back(rank_max(b, i) / k);
+  u.min = least_batch(b) / k;
+  for (int32_t& m : u.max) m /= k;  // empty: unbounded
   std::string note;
   if (b.fixed_global && b.global_batch > 0) {
     u.global_batch = std::max<int32_t>(1, int32_t(std::lround(double(b.global_batch) / k)));
@@ -112,6 +111,11 @@ BatchPlan project_in_units(std::vector<double> desired, const std::vector<int32_
 int32_t rank_max(const BatchBounds& b, size_t i) {
   if (b.max.empty()) return int32_t(kUnbounded);
   return b.max.size() == 1 ? b.max[0] : b.max[i];
+}
+
+int32_t least_batch(const BatchBounds& b) {
+  const int32_t k = std::max(1, b.multiple);
+  return (std::max(1, b.min) + k - 1) / k * k;
 }
 
 BatchPlan project_plan(std::vector<double> desired, const std::vector<int32_t>& current, const BatchBounds& b,

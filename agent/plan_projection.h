@@ -31,4 +31,7 @@ BatchPlan project_plan(std::vector<double> desired, const std::vector<int32_t>& 
 // Upper bound of rank i under b (b.max empty = unbounded, one value = every rank).
 int32_t rank_max(const BatchBounds& b, size_t i);
 
+// The smallest batch any plan under b gives a rank: b.min (at least 1) rounded up to b.multiple.
+int32_t least_batch(const BatchBounds& b);
+
 }  // namespace dynamix

@@ -83,9 +83,7 @@ std::string format_duration(double s) {
 std::string format_plan(const std::vector<int32_t>& plan) {
   constexpr size_t kListed = 8;
   if (plan.size() <= kListed) {
-    std::string s = "[";
-    for (size_t i = 0; i < plan.size(); ++i) s += (i ? "," : "") + std::to_string(plan[i]);
-    return s + "]";
+    return "[" + join_plan(plan) + "]";
   }
   std::vector<int32_t> v = plan;
   std::sort(v.begin(), v.end());

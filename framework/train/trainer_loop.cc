@@ -334,11 +334,10 @@ void Trainer::recover_from_oom(const std::vector<int32_t>& ooms, const std::stri
     const int32_t b = ooms[static_cast<size_t>(r)];
     if (b == 0) continue;
     int32_t& cap = bounds_.max[static_cast<size_t>(r)];
-    // The smallest batch a plan can give: batch.min, rounded up to batch.multiple.
-    const int32_t k = std::max(1, bounds_.multiple), least = (std::max(1, bounds_.min) + k - 1) / k * k;
+    const int32_t least = least_batch(bounds_);
     if (b <= least) {
       throw Error("rank " + std::to_string(r) + " ran out of memory at batch " + std::to_string(b) +
-                  ", the smallest allowed (batch.min" + (k > 1 ? ", batch.multiple" : "") +
+                  ", the smallest allowed (batch.min" + (bounds_.multiple > 1 ? ", batch.multiple" : "") +
                   "): the model does not fit in that rank's memory");
     }
     // A quarter below the failing size: a few retries find the limit without giving up much.
