@@ -274,7 +274,8 @@ TEST(ShortSpells, ASpellOfNoKnownLikeIsExpectedToLastAsLongAgain) {
   EXPECT_FALSE(judge_spell(2, 5, 0.0).verdict.hold) << "free plan changes: following pays at once";
   const Judged longer = judge_spell(4, 3, 1.0);
   EXPECT_TRUE(longer.verdict.hold) << longer.verdict.note;
-  EXPECT_NE(longer.verdict.note.find("none of 4 spells lasted as long"), std::string::npos) << longer.verdict.note;
+  EXPECT_NE(longer.verdict.note.find("none of 4 spells lasted as long"), std::string::npos)
+      << longer.verdict.note;
 }
 
 TEST(ShortSpells, AsksForADecisionOnceAHeldSpellOutlastsItsLike) {
