@@ -118,6 +118,26 @@ int32_t least_batch(const BatchBounds& b) {
   return (std::max(1, b.min) + k - 1) / k * k;
 }
 
+bool plan_within(const std::vector<int32_t>& plan, const BatchBounds& b, size_t world, std::string* why) {
+  if (plan.size() != world) {
+    *why = "plan has " + std::to_string(plan.size()) + " entries for " + std::to_string(world) + " ranks";
+    return false;
+  }
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (plan[i] < std::max(1, b.min) || plan[i] > rank_max(b, i)) {
+      *why = "b_" + std::to_string(i) + " = " + std::to_string(plan[i]) + " outside [" + std::to_string(b.min) +
+             ", " + std::to_string(rank_max(b, i)) + "]";
+      return false;
+    }
+    if (plan[i] % std::max(1, b.multiple) != 0) {
+      *why = "b_" + std::to_string(i) + " = " + std::to_string(plan[i]) + " not a multiple of batch.multiple " +
+             std::to_string(b.multiple);
+      return false;
+    }
+  }
+  return true;
+}
+
 BatchPlan project_plan(std::vector<double> desired, const std::vector<int32_t>& current, const BatchBounds& b,
                        const std::vector<double>* centre) {
   const size_t n = current.size();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "agent/cluster_state.h"
@@ -33,5 +34,10 @@ int32_t rank_max(const BatchBounds& b, size_t i);
 
 // The smallest batch any plan under b gives a rank: b.min (at least 1) rounded up to b.multiple.
 int32_t least_batch(const BatchBounds& b);
+
+// Whether `plan` gives each of `world` ranks a batch within b's limits (b.min, the rank's max, a
+// multiple of b.multiple); where not, *why names the first rank out and the limit it breaks. The
+// global batch is not checked: where the limits cannot reach a fixed B, projection gives another.
+bool plan_within(const std::vector<int32_t>& plan, const BatchBounds& b, size_t world, std::string* why);
 
 }  // namespace dynamix

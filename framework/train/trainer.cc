@@ -254,7 +254,7 @@ void Trainer::prepare() {
         }
       }
       set_generator_state(progress_.rng_states[static_cast<size_t>(rank_)]);
-      fit_resumed_plan_to_multiple();
+      fit_resumed_plan();
     } else {
       resplit_for_new_world();  // the sampler continues the epoch
       torch::manual_seed(config_.train.seed + 1000003ULL * static_cast<uint64_t>(rank_) + progress_.step);
@@ -308,18 +308,19 @@ void Trainer::prepare() {
   start_ = Clock::now();
 }
 
-void Trainer::fit_resumed_plan_to_multiple() {
-  // A run resumed with a batch.multiple its checkpoint's plan does not keep: that plan projected
-  // onto the multiples (B kept where it is one) from the first step on, not from the first decision.
-  const int32_t k = bounds_.multiple;
-  if (k <= 1 || std::all_of(plan_.begin(), plan_.end(), [k](int32_t b) { return b % k == 0; })) return;
+void Trainer::fit_resumed_plan() {
+  // A run resumed with limits its checkpoint's plan breaks (a lower batch.max, a higher batch.min,
+  // a batch.multiple): that plan projected onto them (B kept where they allow it) from the first
+  // resumed step on, not from the first decision.
+  std::string why;
+  if (plan_within(plan_, bounds_, static_cast<size_t>(world_), &why)) return;
   BatchBounds fit = bounds_;
   fit.max_change = 0;
   const std::string before = join_plan(plan_);
   const BatchPlan p = project_plan(std::vector<double>(plan_.begin(), plan_.end()), plan_, fit);
   plan_ = p.batch_sizes;
-  log("resume: the checkpoint's plan [" + before + "] is not in multiples of batch.multiple " +
-      std::to_string(k) + ": using [" + join_plan(plan_) + "]" + (p.note.empty() ? "" : " (" + p.note + ")"));
+  log("resume: the checkpoint's plan [" + before + "] breaks this run's limits (" + why + "): using [" +
+      join_plan(plan_) + "]" + (p.note.empty() ? "" : " (" + p.note + ")"));
 }
 
 void Trainer::resplit_for_new_world() {

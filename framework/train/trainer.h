@@ -205,8 +205,9 @@ class Trainer {
   void average_buffers();
   // Resume on another world size: keep B and the lr reference, split B evenly, say so.
   void resplit_for_new_world();
-  // Resumed at the same world size with a batch.multiple the checkpoint's plan does not keep.
-  void fit_resumed_plan_to_multiple();
+  // Resumed at the same world size with limits (batch.min, batch.max, batch.multiple) the
+  // checkpoint's plan breaks: that plan projected onto them, and said so.
+  void fit_resumed_plan();
   // Steps the whole run will take at global batch B (for the policy's progress feature).
   void set_total_steps_hint(int64_t global_batch);
   // output.sample_log: gathers every rank's indices of the step just done to rank 0, which

@@ -22,26 +22,6 @@ namespace {
 
 nlohmann::json nullable(double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); }
 
-bool valid_plan(const std::vector<int32_t>& plan, const BatchBounds& b, size_t world, std::string* why) {
-  if (plan.size() != world) {
-    *why = "plan has " + std::to_string(plan.size()) + " entries for " + std::to_string(world) + " ranks";
-    return false;
-  }
-  for (size_t i = 0; i < plan.size(); ++i) {
-    if (plan[i] < std::max(1, b.min) || plan[i] > b.max[i]) {
-      *why = "b_" + std::to_string(i) + " = " + std::to_string(plan[i]) + " outside [" +
-             std::to_string(b.min) + ", " + std::to_string(b.max[i]) + "]";
-      return false;
-    }
-    if (plan[i] % std::max(1, b.multiple) != 0) {
-      *why = "b_" + std::to_string(i) + " = " + std::to_string(plan[i]) +
-             " not a multiple of batch.multiple " + std::to_string(b.multiple);
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 bool Trainer::finished() const {
@@ -222,7 +202,7 @@ void Trainer::decide_window() {
     BatchPlan plan;
     try {
       plan = policy_->decide(state);
-      if (valid_plan(plan.batch_sizes, bounds_, static_cast<size_t>(world_), &note)) {
+      if (plan_within(plan.batch_sizes, bounds_, static_cast<size_t>(world_), &note)) {
         next = plan.batch_sizes;
       } else if (plan.batch_sizes.size() == static_cast<size_t>(world_)) {
         // E.g. a limit lowered after running out of memory that the policy does not know yet.
@@ -298,7 +278,7 @@ bool Trainer::put_replayed_plan(std::vector<int32_t>& next, std::string& note) {
   if (!replayed) return false;
   // A policy's plan keeps a fixed B by its projection; a replayed one is checked for it here.
   std::string why;
-  bool fits = valid_plan(*replayed, bounds_, static_cast<size_t>(world_), &why);
+  bool fits = plan_within(*replayed, bounds_, static_cast<size_t>(world_), &why);
   const int64_t b = std::accumulate(replayed->begin(), replayed->end(), int64_t{0});
   if (fits && bounds_.fixed_global && b != bounds_.global_batch) {
     fits = false;

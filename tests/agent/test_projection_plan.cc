@@ -143,6 +143,23 @@ TEST(ProjectionTest, AMultipleProjectsInItsUnits) {
             (std::vector<int32_t>{24, 32, 8, 64}));
 }
 
+TEST(ProjectionTest, PlanWithinNamesTheFirstRankOutAndItsLimit) {
+  BatchBounds b;
+  b.min = 4;
+  b.max = {64, 40};
+  std::string why;
+  EXPECT_TRUE(plan_within({60, 40}, b, 2, &why));
+  EXPECT_FALSE(plan_within({60, 41}, b, 2, &why));
+  EXPECT_EQ(why, "b_1 = 41 outside [4, 40]");
+  EXPECT_FALSE(plan_within({3, 40}, b, 2, &why));
+  EXPECT_EQ(why, "b_0 = 3 outside [4, 64]");
+  b.multiple = 8;
+  EXPECT_FALSE(plan_within({60, 40}, b, 2, &why));
+  EXPECT_EQ(why, "b_0 = 60 not a multiple of batch.multiple 8");
+  EXPECT_FALSE(plan_within({56}, b, 2, &why));
+  EXPECT_EQ(why, "plan has 1 entries for 2 ranks");
+}
+
 TEST(ProjectionTest, LengthMismatchIsAnError) {
   BatchBounds b;
   EXPECT_THROW(project_plan({1, 2}, {1}, b), Error);

@@ -100,7 +100,7 @@ def check_resume(d):
     after = [(s["step"], s["batch_sizes"]) for s in steps if s["step"] > 8]
     if not after or any(b % K for _, p in after for b in p):
         fail(f"resumed with batch.multiple={K}, steps after 8 ran {after}")
-    if f"is not in multiples of batch.multiple {K}" not in second.stdout:
+    if f"not a multiple of batch.multiple {K}" not in second.stdout:
         fail(f"the resumed run does not say its plan was fitted to the multiple:\n{second.stdout[-800:]}")
     print(f"ok: step 8 ran {before[0]}; resumed with batch.multiple={K}: {after[0][1]} from step {after[0][0]}")
 

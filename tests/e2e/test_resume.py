@@ -5,7 +5,7 @@ import signal
 import subprocess
 import time
 
-from e2e_util import TempDir, check_outputs, fail, read_jsonl, run, train_cmd, write
+from e2e_util import SLOW_RANK_MLP, TempDir, check_outputs, fail, read_jsonl, run, train_cmd, write
 
 CONFIG = """
 model: cnn
@@ -72,8 +72,33 @@ def preempt(d, name, send):
     return out
 
 
+def check_new_limits(d):
+    """A run resumed with a lower batch.max and a higher batch.min than its checkpoint's plan keeps
+    trains within them from its first resumed step on (not from its first decision), and says so."""
+    out = d / "limits"
+    cfg = write(d / "limits.yaml", SLOW_RANK_MLP.replace("OUT", str(out)).replace("max_steps: 16", "max_steps: 8"))
+    first = run(train_cmd(2, cfg, ["policy.name=proportional"]))
+    lo, hi = 16, 40
+    second = run(train_cmd(2, cfg, ["policy.name=proportional", "train.max_steps=16", f"batch.min={lo}",
+                                    f"batch.max={hi}"], ["--resume"]))
+    if first.returncode != 0 or second.returncode != 0:
+        fail(f"resume with new limits: exits {first.returncode}, {second.returncode}: {second.stderr[-600:]}")
+    steps = read_jsonl(out / "metrics.jsonl")
+    last = [s["batch_sizes"] for s in steps if s["step"] == 8]
+    if not last or all(lo <= b <= hi for b in last[0]):
+        fail(f"the first run's last plan {last} is within [{lo}, {hi}] already: the check proves nothing")
+    after = [(s["step"], s["batch_sizes"]) for s in steps if s["step"] > 8]
+    if not after or any(not lo <= b <= hi for _, p in after for b in p):
+        fail(f"resumed with batch.min={lo}, batch.max={hi}: steps after 8 ran {after}")
+    if "breaks this run's limits" not in second.stdout:
+        fail(f"the resumed run does not say its plan was fitted to its limits:\n{second.stdout[-800:]}")
+    check_outputs(out)
+    print(f"ok: step 8 ran {last[0]}; resumed within [{lo}, {hi}]: {after[0][1]} from step {after[0][0]}")
+
+
 def main():
     with TempDir() as d:
+        check_new_limits(d)
         ref_out = d / "ref"
         r = run(train_cmd(2, write(d / "ref.yaml", CONFIG.replace("OUT", str(ref_out)))))
         if r.returncode != 0:
