@@ -125,13 +125,13 @@ bool plan_within(const std::vector<int32_t>& plan, const BatchBounds& b, size_t 
   }
   for (size_t i = 0; i < plan.size(); ++i) {
     if (plan[i] < std::max(1, b.min) || plan[i] > rank_max(b, i)) {
-      *why = "b_" + std::to_string(i) + " = " + std::to_string(plan[i]) + " outside [" + std::to_string(b.min) +
-             ", " + std::to_string(rank_max(b, i)) + "]";
+      *why = "b_" + std::to_string(i) + " = " + std::to_string(plan[i]) + " outside [" +
+             std::to_string(b.min) + ", " + std::to_string(rank_max(b, i)) + "]";
       return false;
     }
     if (plan[i] % std::max(1, b.multiple) != 0) {
-      *why = "b_" + std::to_string(i) + " = " + std::to_string(plan[i]) + " not a multiple of batch.multiple " +
-             std::to_string(b.multiple);
+      *why = "b_" + std::to_string(i) + " = " + std::to_string(plan[i]) +
+             " not a multiple of batch.multiple " + std::to_string(b.multiple);
       return false;
     }
   }
