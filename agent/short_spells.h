@@ -142,8 +142,8 @@ SpellOutlook spell_outlook(const std::vector<int64_t>& lengths, int64_t elapsed)
 // none lasted as long as this one, it is expected to last as long again as it has (`spells` 0): the
 // median of a lifetime seen at a random point of it, knowing nothing else (the Copernican or Lindy
 // estimate). Following every such spell at once cost the real spells cell its first 2-3 spells a run,
-// each a net loss (docs/AGENT.md item 41); a long slowdown is followed after about twice the
-// alarm's steps instead of at the alarm.
+// each a net loss (docs/AGENT.md item 41); where following does not pay at the alarm, a lasting
+// slowdown is followed once it has lasted about twice as long.
 SpellOutlook expected_outlook(const std::vector<int64_t>& lengths, int64_t elapsed);
 
 // Holds the plan through spells that the cluster's earlier ones say end too soon to follow.
