@@ -82,15 +82,14 @@ BatchPlan project_in_units(std::vector<double> desired, const std::vector<int32_
   u.min = least_batch(b) / k;
   for (int32_t& m : u.max) m /= k;  // empty: unbounded
   std::string note;
-  if (b.fixed_global && b.global_batch > 0) {
-    u.global_batch = std::max<int32_t>(1, int32_t(std::lround(double(b.global_batch) / k)));
-    if (int64_t(u.global_batch) * k != b.global_batch)
-      note = "global batch " + std::to_string(b.global_batch) + " is not a multiple of batch.multiple " +
+  if (b.fixed_global) {
+    // B as given, or the current plan's where none is.
+    const int64_t global = b.global_batch > 0 ? int64_t(b.global_batch)
+                                              : std::accumulate(current.begin(), current.end(), int64_t{0});
+    u.global_batch = std::max<int32_t>(1, int32_t(std::lround(double(global) / k)));
+    if (int64_t(u.global_batch) * k != global)
+      note = "global batch " + std::to_string(global) + " is not a multiple of batch.multiple " +
              std::to_string(k) + ": using " + std::to_string(int64_t(u.global_batch) * k);
-  } else if (b.fixed_global) {
-    int64_t sum = 0;
-    for (int32_t c : current) sum += c;
-    u.global_batch = std::max<int32_t>(1, int32_t(std::lround(double(sum) / k)));
   }
   std::vector<int32_t> cur(n);
   for (size_t i = 0; i < n; ++i) cur[i] = std::max(1, int32_t(std::lround(double(current[i]) / k)));

@@ -137,6 +137,12 @@ TEST(ProjectionTest, AMultipleProjectsInItsUnits) {
   EXPECT_NE(odd.note.find("global batch 130 is not a multiple of batch.multiple 8: using 128"),
             std::string::npos)
       << odd.note;
+  b.global_batch = 0;  // fixed, none given: the current plan's B, rounded with the same note
+  const BatchPlan current_b = project_plan({1, 1, 1, 1}, {33, 33, 33, 31}, b);
+  EXPECT_EQ(current_b.batch_sizes, (std::vector<int32_t>{32, 32, 32, 32}));
+  EXPECT_NE(current_b.note.find("global batch 130 is not a multiple of batch.multiple 8: using 128"),
+            std::string::npos)
+      << current_b.note;
   // Adaptive B: each rank rounds to its nearest multiple within the bounds.
   b.fixed_global = false;
   EXPECT_EQ(project_plan({27, 29, 3, 60}, {32, 32, 32, 32}, b).batch_sizes,
