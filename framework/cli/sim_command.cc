@@ -32,12 +32,7 @@ SimRunOptions sim_options_from_file(const std::string& path, const std::vector<s
           ": policy.replay is for dynamix train (it replays a run's decisions.jsonl on a real run): "
           "remove it here");
   o.initial_plan = initial_batches(config, nodes);
-  o.bounds.min = config.batch.min;
-  o.bounds.max.assign(static_cast<size_t>(nodes), config.batch.max);
-  o.bounds.multiple = config.batch.multiple;
-  o.bounds.fixed_global = config.batch.global == GlobalBatch::kFixed;
-  o.bounds.global_batch = 0;
-  for (int32_t b : o.initial_plan) o.bounds.global_batch += b;
+  o.bounds = config_bounds(config, o.initial_plan);
   o.window = config.policy.window;
   o.output_dir = config.output.dir;
   o.factory = config_policy_factory(config);

@@ -1,12 +1,24 @@
 // DYNAMIX — policy factory: baselines from agent/, the PPO agent from agent/ppo/.
 #include "framework/train/policy_factory.h"
 
+#include <numeric>
+
 #include "agent/baseline_factory.h"
 #include "agent/ppo/default_policy.h"
 #include "agent/ppo/dynamix_policy.h"
 #include "framework/core/error.h"
 
 namespace dynamix {
+
+BatchBounds config_bounds(const Config& config, const std::vector<int32_t>& initial_plan) {
+  BatchBounds b;
+  b.min = config.batch.min;
+  b.max.assign(initial_plan.size(), config.batch.max);
+  b.multiple = config.batch.multiple;
+  b.fixed_global = config.batch.global == GlobalBatch::kFixed;
+  b.global_batch = std::accumulate(initial_plan.begin(), initial_plan.end(), 0);
+  return b;
+}
 
 std::unique_ptr<BatchPolicy> make_policy(const Config& config, const BatchBounds& bounds,
                                          const std::vector<int32_t>& initial_plan, std::ostream* log) {

@@ -191,11 +191,7 @@ void Trainer::setup() {
   }
 
   plan_ = initial_batches(config_, world_);
-  bounds_.min = config_.batch.min;
-  bounds_.max.assign(static_cast<size_t>(world_), config_.batch.max);
-  bounds_.multiple = config_.batch.multiple;
-  bounds_.fixed_global = config_.batch.global == GlobalBatch::kFixed;
-  bounds_.global_batch = std::accumulate(plan_.begin(), plan_.end(), 0);
+  bounds_ = config_bounds(config_, plan_);
   lr_.lr0 = t.lr;
   lr_.base_batch = bounds_.global_batch;
   lr_.scaling = t.lr_scaling;

@@ -310,11 +310,11 @@ void Trainer::recover_from_oom(const std::vector<int32_t>& ooms, const std::stri
   optimizer_->zero_grad();
   if (!what.empty()) std::fprintf(stderr, "dynamix: rank %d: %s\n", rank_, what.c_str());
   std::string who;
+  const int32_t least = least_batch(bounds_);
   for (int r = 0; r < world_; ++r) {
     const int32_t b = ooms[static_cast<size_t>(r)];
     if (b == 0) continue;
     int32_t& cap = bounds_.max[static_cast<size_t>(r)];
-    const int32_t least = least_batch(bounds_);
     if (b <= least) {
       throw Error("rank " + std::to_string(r) + " ran out of memory at batch " + std::to_string(b) +
                   ", the smallest allowed (batch.min" + (bounds_.multiple > 1 ? ", batch.multiple" : "") +
