@@ -239,15 +239,6 @@ SpellOutlook spell_outlook(const std::vector<int64_t>& lengths, int64_t elapsed)
   return o;
 }
 
-SpellOutlook expected_outlook(const std::vector<int64_t>& lengths, int64_t elapsed) {
-  SpellOutlook o = spell_outlook(lengths, elapsed);
-  if (int32_t(lengths.size()) < ShortSpells::kMinSpells || o.spells == 0) {
-    o.spells = 0;
-    o.remaining_steps = double(std::max<int64_t>(elapsed, 1));
-  }
-  return o;
-}
-
 void ShortSpells::reset() {
   held_.clear();
   recheck_at_ = -1;
@@ -287,13 +278,14 @@ ShortSpells::Verdict ShortSpells::judge(const SpellWatch& watch,
   const auto sum = [](const std::vector<int32_t>& b) { return std::accumulate(b.begin(), b.end(), 0LL); };
   int64_t since = 0;
   for (const SpellWatch::Open& o : open) since = std::max(since, o.since);
-  // The global batch moves (the plan must follow it): followed as any change.
-  if (sum(next) != sum(current)) {
+  const std::vector<int64_t> lengths = watch.lengths();
+  const SpellOutlook outlook = spell_outlook(lengths, watch.steps() - since);
+  // The global batch moves (the plan must follow it), too few spells known, or this one has
+  // outlasted them all: followed as any change.
+  if (sum(next) != sum(current) || int32_t(lengths.size()) < kMinSpells || outlook.spells == 0) {
     reset();
     return v;
   }
-  const std::vector<int64_t> lengths = watch.lengths();
-  const SpellOutlook outlook = expected_outlook(lengths, watch.steps() - since);
   // Following gains over the steps the spell has left, at the speeds now; it costs a plan change
   // there and back, and the followed plan at the speeds before the spell until its end is answered.
   std::vector<RankTimeModels::Model> before = forecast;
@@ -321,16 +313,11 @@ ShortSpells::Verdict ShortSpells::judge(const SpellWatch& watch,
     return v;
   }
   held_ = ranks;
-  // Once it outlasts what its like had left; knowing none, once it has lasted twice as long as now.
   recheck_at_ = watch.steps() + static_cast<int64_t>(std::ceil(outlook.remaining_steps)) + 1;
   v.hold = true;
-  const std::string ended = std::to_string(lengths.size());
-  const std::string known =
-      outlook.spells > 0 ? std::to_string(outlook.spells) + " of " + ended + " spells lasted as long"
-      : int32_t(lengths.size()) < kMinSpells ? ended + " ended spells known: as long again as it has lasted"
-                                             : "none of " + ended + " spells lasted as long: as long again";
   v.note = "slowdown of rank " + rank_list(held_) + " expected to end in " +
-           format_number("%.1f", outlook.remaining_steps) + " steps (" + known + "): following gains " +
+           format_number("%.1f", outlook.remaining_steps) + " steps (" + std::to_string(outlook.spells) +
+           " of " + std::to_string(lengths.size()) + " spells lasted as long): following gains " +
            format_number("%.2f", gain) + " steps and costs " + format_number("%.2f", cost) + ": plan kept";
   return v;
 }

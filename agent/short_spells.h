@@ -8,8 +8,7 @@
 // gains only over the steps the spell has left. SpellWatch measures every rank's spells step by
 // step; with at least kMinSpells ended ones known, ShortSpells holds a slowdown through where the
 // gain over the steps its like had left does not pay for that cost, and asks for a decision again
-// if it outlasts them; with fewer known, or none as long, by the spell's own age (expected_outlook).
-// Measured in docs/AGENT.md items 24 and 41.
+// if it outlasts them. Measured in docs/AGENT.md item 24.
 #pragma once
 
 #include <cstdint>
@@ -138,18 +137,11 @@ struct SpellOutlook {
   double remaining_steps = 0;
 };
 SpellOutlook spell_outlook(const std::vector<int64_t>& lengths, int64_t elapsed);
-// The outlook a hold is judged by. Where fewer than ShortSpells::kMinSpells spells have ended, or
-// none lasted as long as this one, it is expected to last as long again as it has (`spells` 0): the
-// median of a lifetime seen at a random point of it, knowing nothing else (the Copernican or Lindy
-// estimate). Following every such spell at once cost the real spells cell its first 2-3 spells a run,
-// each a net loss (docs/AGENT.md item 41); where following does not pay at the alarm, a lasting
-// slowdown is followed once it has lasted about twice as long.
-SpellOutlook expected_outlook(const std::vector<int64_t>& lengths, int64_t elapsed);
 
 // Holds the plan through spells that the cluster's earlier ones say end too soon to follow.
 class ShortSpells {
  public:
-  static constexpr int32_t kMinSpells = 3;  // ended spells before their lengths forecast a spell
+  static constexpr int32_t kMinSpells = 3;  // ended spells before any is held
 
   struct Verdict {
     bool hold = false;
